@@ -1,0 +1,1 @@
+"""memrelay-lab: run memrelay experiments and analyse what they measured."""
