@@ -1,0 +1,1 @@
+//! Consistent hashing (ketama), placed as twemproxy places keys. (being written)
