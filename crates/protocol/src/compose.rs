@@ -1,0 +1,88 @@
+//! Writing requests and replies into a caller-owned buffer (reused, so no allocation once warm).
+
+use std::io::Write;
+
+use crate::request::Command;
+
+/// `get|gets <key> <key> …\r\n`
+pub fn retrieval<'k>(out: &mut Vec<u8>, command: Command, keys: impl IntoIterator<Item = &'k [u8]>) {
+    out.extend_from_slice(command.name().as_bytes());
+    for key in keys {
+        out.push(b' ');
+        out.extend_from_slice(key);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A storage command with its data block. `cas_unique` is written for `cas` only.
+#[allow(clippy::too_many_arguments)]
+pub fn storage(
+    out: &mut Vec<u8>,
+    command: Command,
+    key: &[u8],
+    flags: u32,
+    exptime: i64,
+    data: &[u8],
+    cas_unique: u64,
+    noreply: bool,
+) {
+    out.extend_from_slice(command.name().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(key);
+    let _ = write!(out, " {flags} {exptime} {}", data.len());
+    if command == Command::Cas {
+        let _ = write!(out, " {cas_unique}");
+    }
+    if noreply {
+        out.extend_from_slice(b" noreply");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A one-key command with an optional number: `delete k`, `incr k 5`, `touch k 10`.
+pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], number: Option<i64>, noreply: bool) {
+    out.extend_from_slice(command.name().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(key);
+    if let Some(number) = number {
+        let _ = write!(out, " {number}");
+    }
+    if noreply {
+        out.extend_from_slice(b" noreply");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A command without a key: `flush_all [delay]`, `verbosity N`, `version`, `quit`, `stats`.
+pub fn keyless(out: &mut Vec<u8>, command: Command, number: Option<u64>, noreply: bool) {
+    out.extend_from_slice(command.name().as_bytes());
+    if let Some(number) = number {
+        let _ = write!(out, " {number}");
+    }
+    if noreply {
+        out.extend_from_slice(b" noreply");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `VALUE <key> <flags> <bytes> [<cas>]\r\n<data>\r\n`
+pub fn value(out: &mut Vec<u8>, key: &[u8], flags: u32, data: &[u8], cas: Option<u64>) {
+    out.extend_from_slice(b"VALUE ");
+    out.extend_from_slice(key);
+    let _ = write!(out, " {flags} {}", data.len());
+    if let Some(cas) = cas {
+        let _ = write!(out, " {cas}");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `STAT <name> <value>\r\n`
+pub fn stat(out: &mut Vec<u8>, name: &str, value: impl std::fmt::Display) {
+    let _ = write!(out, "STAT {name} {value}\r\n");
+}
+
+pub const END: &[u8] = b"END\r\n";

@@ -1,0 +1,260 @@
+//! Server replies: an incremental parser that resumes where it stopped.
+//!
+//! A reply to a multi-get can arrive over many reads; [`ReplyParser`] remembers how far it has
+//! validated the `VALUE` blocks, so each byte is looked at about once. What a reply looks like
+//! depends on the request, so the caller says what it [`Expect`]s.
+
+use crate::request::{ErrorReply, Invalid};
+use crate::{find_newline, parse_u64, tokens, trim_cr, Parse};
+
+/// The shape of the reply a request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `VALUE` blocks then `END` (get, gets).
+    Values,
+    /// One status line (storage, delete, incr/decr, touch, flush_all, verbosity, version).
+    Line,
+    /// `STAT` lines then `END`.
+    Stats,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// `END` closing zero or more `VALUE` blocks (or `STAT` lines).
+    End,
+    Stored,
+    NotStored,
+    Exists,
+    NotFound,
+    Deleted,
+    Touched,
+    Ok,
+    /// The new value after incr/decr.
+    Number,
+    Version,
+    Error,
+    ClientError,
+    ServerError,
+}
+
+impl Status {
+    /// A reply that means the command did what was asked.
+    pub fn is_success(self) -> bool {
+        matches!(
+            self,
+            Status::End
+                | Status::Stored
+                | Status::Deleted
+                | Status::Touched
+                | Status::Ok
+                | Status::Number
+                | Status::Version
+        )
+    }
+
+    pub fn is_error(self) -> bool {
+        matches!(self, Status::Error | Status::ClientError | Status::ServerError)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    pub status: Status,
+    /// Bytes the whole reply occupies.
+    pub consumed: usize,
+    /// For `Values`/`Stats`: the blocks before `END` are `buf[..body_end]`; otherwise the status
+    /// line without `\r\n` is `buf[..body_end]`.
+    pub body_end: usize,
+    /// Number of `VALUE` blocks (hits) or `STAT` lines.
+    pub items: u32,
+    /// The number of an incr/decr reply.
+    pub number: u64,
+}
+
+/// Parses one reply, resuming across calls with a growing buffer. Call [`ReplyParser::reset`]
+/// before the next reply.
+#[derive(Debug, Clone)]
+pub struct ReplyParser {
+    expect: Expect,
+    /// Bytes already validated as complete `VALUE`/`STAT` items.
+    scanned: usize,
+    items: u32,
+    /// Longest line accepted from a server before its framing is considered lost.
+    max_line_len: usize,
+}
+
+const BAD_REPLY: &str = "invalid reply from server";
+
+impl ReplyParser {
+    pub fn new(expect: Expect) -> ReplyParser {
+        ReplyParser { expect, scanned: 0, items: 0, max_line_len: 8 * 1024 }
+    }
+
+    pub fn reset(&mut self, expect: Expect) {
+        self.expect = expect;
+        self.scanned = 0;
+        self.items = 0;
+    }
+
+    pub fn parse(&mut self, buf: &[u8]) -> Parse<Reply> {
+        loop {
+            let pos = self.scanned;
+            let Some(newline) = find_newline(&buf[pos..]) else {
+                if buf.len() - pos > self.max_line_len {
+                    return invalid(buf.len());
+                }
+                return Parse::Incomplete;
+            };
+            let line = trim_cr(&buf[pos..pos + newline]);
+            let after_line = pos + newline + 1;
+            let first = pos == 0;
+
+            if line == b"END" && self.expect != Expect::Line {
+                return Parse::Complete(Reply {
+                    status: Status::End,
+                    consumed: after_line,
+                    body_end: pos,
+                    items: self.items,
+                    number: 0,
+                });
+            }
+            match self.expect {
+                Expect::Values if line.starts_with(b"VALUE ") => {
+                    let Some(bytes) = tokens(line).nth(3).and_then(|(_, t)| parse_u64(t)) else {
+                        return invalid(buf.len());
+                    };
+                    let end = after_line + bytes as usize + 2;
+                    if buf.len() < end {
+                        return Parse::Incomplete;
+                    }
+                    if &buf[end - 2..end] != b"\r\n" {
+                        return invalid(buf.len());
+                    }
+                    self.scanned = end;
+                    self.items += 1;
+                    continue;
+                }
+                Expect::Stats if line.starts_with(b"STAT ") => {
+                    self.scanned = after_line;
+                    self.items += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            if !first {
+                return invalid(buf.len());
+            }
+            let Some((status, number)) = classify_line(line, self.expect) else {
+                return invalid(buf.len());
+            };
+            return Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number });
+        }
+    }
+}
+
+fn invalid(len: usize) -> Parse<Reply> {
+    Parse::Invalid(Invalid { reply: ErrorReply::Server(BAD_REPLY), skip: len, close: true })
+}
+
+/// A single-line reply: an error line is valid whatever was expected.
+fn classify_line(line: &[u8], expect: Expect) -> Option<(Status, u64)> {
+    let status = match line {
+        b"ERROR" => Status::Error,
+        _ if line.starts_with(b"CLIENT_ERROR") => Status::ClientError,
+        _ if line.starts_with(b"SERVER_ERROR") => Status::ServerError,
+        _ if expect != Expect::Line => return None,
+        b"STORED" => Status::Stored,
+        b"NOT_STORED" => Status::NotStored,
+        b"EXISTS" => Status::Exists,
+        b"NOT_FOUND" => Status::NotFound,
+        b"DELETED" => Status::Deleted,
+        b"TOUCHED" => Status::Touched,
+        b"OK" => Status::Ok,
+        _ if line.starts_with(b"VERSION ") => Status::Version,
+        _ => return parse_u64(line).map(|n| (Status::Number, n)),
+    };
+    Some((status, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(expect: Expect, bytes: &[u8]) -> Parse<Reply> {
+        ReplyParser::new(expect).parse(bytes)
+    }
+
+    #[test]
+    fn values_then_end() {
+        let bytes = b"VALUE a 0 1\r\nx\r\nVALUE b 5 3 99\r\nabc\r\nEND\r\n";
+        let Parse::Complete(reply) = parse_all(Expect::Values, bytes) else { panic!() };
+        assert_eq!(reply.status, Status::End);
+        assert_eq!(reply.items, 2);
+        assert_eq!(reply.consumed, bytes.len());
+        assert_eq!(&bytes[reply.body_end..], b"END\r\n");
+    }
+
+    #[test]
+    fn value_data_may_contain_end_and_newlines() {
+        let bytes = b"VALUE a 0 7\r\nEND\r\nxy\r\nEND\r\n";
+        let Parse::Complete(reply) = parse_all(Expect::Values, bytes) else { panic!() };
+        assert_eq!(reply.items, 1);
+        assert_eq!(reply.consumed, bytes.len());
+    }
+
+    #[test]
+    fn resumes_at_every_split() {
+        let bytes = b"VALUE a 0 1\r\nx\r\nVALUE bb 0 2\r\nyz\r\nEND\r\n";
+        for split in 0..bytes.len() {
+            let mut parser = ReplyParser::new(Expect::Values);
+            let mut buf = bytes[..split].to_vec();
+            assert_eq!(parser.parse(&buf), Parse::Incomplete, "split {split}");
+            buf.extend_from_slice(&bytes[split..]);
+            let Parse::Complete(reply) = parser.parse(&buf) else { panic!("split {split}") };
+            assert_eq!((reply.items, reply.consumed), (2, bytes.len()));
+        }
+    }
+
+    #[test]
+    fn status_lines() {
+        for (line, status) in [
+            (&b"STORED\r\n"[..], Status::Stored),
+            (b"NOT_STORED\r\n", Status::NotStored),
+            (b"EXISTS\r\n", Status::Exists),
+            (b"NOT_FOUND\r\n", Status::NotFound),
+            (b"DELETED\r\n", Status::Deleted),
+            (b"TOUCHED\r\n", Status::Touched),
+            (b"OK\r\n", Status::Ok),
+            (b"VERSION 1.6.18\r\n", Status::Version),
+            (b"SERVER_ERROR out of memory\r\n", Status::ServerError),
+            (b"CLIENT_ERROR bad data chunk\r\n", Status::ClientError),
+            (b"ERROR\r\n", Status::Error),
+        ] {
+            let Parse::Complete(reply) = parse_all(Expect::Line, line) else { panic!() };
+            assert_eq!(reply.status, status);
+            assert_eq!(reply.consumed, line.len());
+        }
+        let Parse::Complete(reply) = parse_all(Expect::Line, b"42\r\n") else { panic!() };
+        assert_eq!((reply.status, reply.number), (Status::Number, 42));
+    }
+
+    #[test]
+    fn errors_answer_a_get_too() {
+        let Parse::Complete(reply) = parse_all(Expect::Values, b"SERVER_ERROR busy\r\n") else { panic!() };
+        assert_eq!(reply.status, Status::ServerError);
+    }
+
+    #[test]
+    fn stats_lines() {
+        let bytes = b"STAT pid 1\r\nSTAT uptime 2\r\nEND\r\n";
+        let Parse::Complete(reply) = parse_all(Expect::Stats, bytes) else { panic!() };
+        assert_eq!((reply.items, reply.consumed), (2, bytes.len()));
+    }
+
+    #[test]
+    fn garbage_is_invalid() {
+        assert!(matches!(parse_all(Expect::Values, b"HELLO\r\n"), Parse::Invalid(i) if i.close));
+        assert!(matches!(parse_all(Expect::Values, b"VALUE a 0 1\r\nxyz\r\n"), Parse::Invalid(_)));
+        assert!(matches!(parse_all(Expect::Line, b"WHAT\r\n"), Parse::Invalid(_)));
+    }
+}
