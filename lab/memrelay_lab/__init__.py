@@ -1,1 +1,62 @@
 """memrelay-lab: run memrelay experiments and analyse what they measured."""
+
+from ._factorial import (
+    FactorialDesignError,
+    FactorialResult,
+    factorial_design,
+    factorial_from_responses,
+    read_factorial_csv,
+)
+from ._interactive import (
+    InteractiveLawCheck,
+    estimate_think_time,
+    interactive_law,
+    interactive_law_frame,
+    think_time_from_law,
+)
+from ._mva import AsymptoticBounds, Center, CenterKind, MVAResult, asymptotic_bounds, bottleneck, mva
+from ._queueing import MM1, MMm, UnstableSystemError, mm1, mmm
+from ._stats import (
+    ConfidenceInterval,
+    combine_latencies,
+    combine_latency_std,
+    confidence_interval_frame,
+    mean_confidence_interval,
+    weighted_mean,
+)
+
+__all__ = [
+    # _stats: means and confidence intervals over repetitions
+    "ConfidenceInterval",
+    "combine_latencies",
+    "combine_latency_std",
+    "confidence_interval_frame",
+    "mean_confidence_interval",
+    "weighted_mean",
+    # _queueing: M/M/1 and M/M/m
+    "MM1",
+    "MMm",
+    "UnstableSystemError",
+    "mm1",
+    "mmm",
+    # _mva: closed networks of queues
+    "AsymptoticBounds",
+    "Center",
+    "CenterKind",
+    "MVAResult",
+    "asymptotic_bounds",
+    "bottleneck",
+    "mva",
+    # _factorial: 2^k r designs
+    "FactorialDesignError",
+    "FactorialResult",
+    "factorial_design",
+    "factorial_from_responses",
+    "read_factorial_csv",
+    # _interactive: interactive response-time law
+    "InteractiveLawCheck",
+    "estimate_think_time",
+    "interactive_law",
+    "interactive_law_frame",
+    "think_time_from_law",
+]

@@ -18,7 +18,7 @@ pub mod reply;
 pub mod request;
 
 pub use limits::Limits;
-pub use reply::{Expect, Reply, ReplyParser, Status};
+pub use reply::{value_block, Expect, Reply, ReplyParser, Status};
 pub use request::{parse_request, Command, ErrorReply, Invalid, Request};
 
 /// The outcome of parsing from the start of a buffer.

@@ -4,6 +4,8 @@
 //! validated the `VALUE` blocks, so each byte is looked at about once. What a reply looks like
 //! depends on the request, so the caller says what it [`Expect`]s.
 
+use std::ops::Range;
+
 use crate::request::{ErrorReply, Invalid};
 use crate::{find_newline, parse_u64, tokens, trim_cr, Parse};
 
@@ -152,6 +154,21 @@ impl ReplyParser {
     }
 }
 
+/// One `VALUE` block at the start of `body` (the part of a complete reply before `END`): the
+/// range of its key and the length of the whole block, header and data included.
+pub fn value_block(body: &[u8]) -> Option<(Range<usize>, usize)> {
+    let newline = find_newline(body)?;
+    let line = trim_cr(&body[..newline]);
+    let mut fields = tokens(line);
+    if fields.next()?.1 != b"VALUE" {
+        return None;
+    }
+    let (key_at, key) = fields.next()?;
+    let bytes = fields.nth(1).and_then(|(_, t)| parse_u64(t))? as usize;
+    let len = newline + 1 + bytes + 2;
+    (len <= body.len()).then_some((key_at..key_at + key.len(), len))
+}
+
 fn invalid(len: usize) -> Parse<Reply> {
     Parse::Invalid(Invalid { reply: ErrorReply::Server(BAD_REPLY), skip: len, close: true })
 }
@@ -242,6 +259,16 @@ mod tests {
     fn errors_answer_a_get_too() {
         let Parse::Complete(reply) = parse_all(Expect::Values, b"SERVER_ERROR busy\r\n") else { panic!() };
         assert_eq!(reply.status, Status::ServerError);
+    }
+
+    #[test]
+    fn walks_value_blocks() {
+        let body = b"VALUE a 0 1\r\nx\r\nVALUE bcd 0 2 7\r\nyz\r\n";
+        let (key, len) = value_block(body).unwrap();
+        assert_eq!((&body[key], len), (&b"a"[..], 16));
+        let (key, len) = value_block(&body[16..]).unwrap();
+        assert_eq!((&body[16..][key], len), (&b"bcd"[..], body.len() - 16));
+        assert_eq!(value_block(b""), None);
     }
 
     #[test]

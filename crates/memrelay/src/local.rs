@@ -1,0 +1,121 @@
+//! The commands memrelay answers itself: `version`, `verbosity` and `stats`.
+//!
+//! `stats` answers in memcached's `STAT <name> <value>` form with memrelay's own counters: the
+//! net thread's connection counts plus the request totals the stats thread publishes as windows
+//! arrive (so they lag by at most one window).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use memrelay_protocol::{compose, Command, Request};
+
+use crate::metrics::{Kind, Window};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Request totals so far, published by the stats thread.
+pub struct LiveTotals {
+    totals: Mutex<Window>,
+    /// Connections in memrelay: shared so the evented engine's threads can count too.
+    pub current_connections: AtomicU64,
+    pub total_connections: AtomicU64,
+    pub client_errors: AtomicU64,
+}
+
+impl LiveTotals {
+    pub fn new(servers: usize) -> Arc<LiveTotals> {
+        Arc::new(LiveTotals {
+            totals: Mutex::new(Window::new(servers)),
+            current_connections: AtomicU64::new(0),
+            total_connections: AtomicU64::new(0),
+            client_errors: AtomicU64::new(0),
+        })
+    }
+
+    pub fn add(&self, window: &Window) {
+        if let Ok(mut totals) = self.totals.lock() {
+            totals.add(window);
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct LocalAnswers {
+    live: Arc<LiveTotals>,
+    started: Instant,
+    servers: Vec<String>,
+    threads: usize,
+}
+
+impl LocalAnswers {
+    pub fn new(live: Arc<LiveTotals>, servers: Vec<String>, threads: usize) -> LocalAnswers {
+        LocalAnswers { live, started: Instant::now(), servers, threads }
+    }
+
+    pub fn connection_opened(&self) {
+        self.live.current_connections.fetch_add(1, Ordering::Relaxed);
+        self.live.total_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_closed(&self) {
+        self.live.current_connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn client_error(&self) {
+        self.live.client_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Appends the reply to a local command to `out`. `buf` is what the request was parsed from.
+    pub fn answer(&self, request: &Request, buf: &[u8], queue_length: usize, out: &mut Vec<u8>) {
+        match request.command {
+            Command::Version => {
+                out.extend_from_slice(b"VERSION memrelay-");
+                out.extend_from_slice(VERSION.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            Command::Verbosity => out.extend_from_slice(b"OK\r\n"),
+            Command::Stats if request.keys.is_empty() => self.stats(queue_length, out),
+            // memcached answers groups it does not know with an empty list.
+            Command::Stats if &buf[request.keys.clone()] == b"memrelay" => self.stats(queue_length, out),
+            Command::Stats => out.extend_from_slice(compose::END),
+            _ => out.extend_from_slice(b"ERROR\r\n"),
+        }
+    }
+
+    fn stats(&self, queue_length: usize, out: &mut Vec<u8>) {
+        let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        compose::stat(out, "pid", std::process::id());
+        compose::stat(out, "uptime", self.started.elapsed().as_secs());
+        compose::stat(out, "time", unix);
+        compose::stat(out, "version", format_args!("memrelay-{VERSION}"));
+        compose::stat(out, "threads", self.threads);
+        compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
+        compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));
+        compose::stat(out, "queue_length", queue_length);
+        let Ok(totals) = self.live.totals.lock() else {
+            out.extend_from_slice(compose::END);
+            return;
+        };
+        let kind = |k: Kind| &totals.kinds[k as usize];
+        let (get, multi, set, other) = (kind(Kind::Get), kind(Kind::MultiGet), kind(Kind::Set), kind(Kind::Other));
+        // memcached's names where they mean the same (cmd_get counts keys, as memcached does).
+        compose::stat(out, "cmd_get", get.keys + multi.keys);
+        compose::stat(out, "cmd_set", set.count);
+        compose::stat(out, "get_hits", get.hits + multi.hits);
+        compose::stat(out, "get_misses", get.misses + multi.misses);
+        for k in Kind::ALL {
+            let s = kind(k);
+            compose::stat(out, &format!("requests_{}", k.name()), s.count);
+            compose::stat(out, &format!("errors_{}", k.name()), s.errors);
+        }
+        compose::stat(out, "requests_total", get.count + multi.count + set.count + other.count);
+        compose::stat(out, "client_errors", self.live.client_errors.load(Ordering::Relaxed));
+        for (i, name) in self.servers.iter().enumerate() {
+            compose::stat(out, &format!("server_{i}_address"), name);
+            compose::stat(out, &format!("server_{i}_requests"), totals.per_server[i]);
+            compose::stat(out, &format!("server_{i}_failures"), totals.per_server_failures[i]);
+        }
+        out.extend_from_slice(compose::END);
+    }
+}

@@ -1,0 +1,347 @@
+//! What one thread measured during one window: counters and HDR histograms per request kind.
+//!
+//! Every thread that completes requests (pool workers, the net thread for the commands it
+//! answers itself, evented loops) owns a [`Recorder`]. Recording is a few additions and three
+//! histogram increments: no lock, no allocation, no formatting. At each window boundary the
+//! recorder hands its [`Window`] to the stats thread over a channel and takes a cleared one
+//! back, so the hot path never waits on the stats thread.
+
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use hdrhistogram::Histogram;
+
+/// Request kinds, as the seeds count them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Get = 0,
+    MultiGet = 1,
+    Set = 2,
+    Other = 3,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Get, Kind::MultiGet, Kind::Set, Kind::Other];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Get => "get",
+            Kind::MultiGet => "multiget",
+            Kind::Set => "set",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// The six timestamps of one request, from one monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Timestamps {
+    /// The read that brought the request's first byte.
+    pub arrival: Instant,
+    pub enqueue: Instant,
+    pub dequeue: Instant,
+    /// First byte written to a server.
+    pub first_send: Instant,
+    /// Last server reply complete.
+    pub last_reply: Instant,
+    /// Reply handed to the client socket (or the net thread, if the socket was full).
+    pub reply_written: Instant,
+}
+
+impl Timestamps {
+    pub fn at(now: Instant) -> Timestamps {
+        Timestamps { arrival: now, enqueue: now, dequeue: now, first_send: now, last_reply: now, reply_written: now }
+    }
+
+    pub fn response(&self) -> Duration {
+        self.reply_written.saturating_duration_since(self.arrival)
+    }
+    pub fn queue(&self) -> Duration {
+        self.dequeue.saturating_duration_since(self.enqueue)
+    }
+    pub fn service(&self) -> Duration {
+        self.last_reply.saturating_duration_since(self.first_send)
+    }
+}
+
+/// What a request did, beside its times.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outcome {
+    pub keys: u32,
+    pub hits: u32,
+    pub misses: u32,
+    pub error: bool,
+}
+
+/// Highest latency a histogram holds (µs); larger values are clamped to it.
+const HISTOGRAM_MAX_US: u64 = 60_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, 3).expect("static histogram bounds are valid")
+}
+
+/// Counters and histograms of one request kind.
+#[derive(Debug, Clone)]
+pub struct KindStats {
+    pub count: u64,
+    pub keys: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: u64,
+    pub response_us_sum: u64,
+    pub queue_us_sum: u64,
+    pub service_us_sum: u64,
+    pub response: Histogram<u64>,
+    pub queue: Histogram<u64>,
+    pub service: Histogram<u64>,
+}
+
+impl KindStats {
+    fn new() -> KindStats {
+        KindStats {
+            count: 0,
+            keys: 0,
+            hits: 0,
+            misses: 0,
+            errors: 0,
+            response_us_sum: 0,
+            queue_us_sum: 0,
+            service_us_sum: 0,
+            response: new_histogram(),
+            queue: new_histogram(),
+            service: new_histogram(),
+        }
+    }
+
+    fn record(&mut self, times: &Timestamps, outcome: &Outcome) {
+        let response = micros(times.response());
+        let queue = micros(times.queue());
+        let service = micros(times.service());
+        self.count += 1;
+        self.keys += u64::from(outcome.keys);
+        self.hits += u64::from(outcome.hits);
+        self.misses += u64::from(outcome.misses);
+        self.errors += u64::from(outcome.error);
+        self.response_us_sum += response;
+        self.queue_us_sum += queue;
+        self.service_us_sum += service;
+        // Zero-length times are recorded as 1 µs: the histogram's resolution floor.
+        self.response.saturating_record(response.max(1));
+        self.queue.saturating_record(queue.max(1));
+        self.service.saturating_record(service.max(1));
+    }
+
+    pub fn add(&mut self, other: &KindStats) {
+        self.count += other.count;
+        self.keys += other.keys;
+        self.hits += other.hits;
+        self.misses += other.misses;
+        self.errors += other.errors;
+        self.response_us_sum += other.response_us_sum;
+        self.queue_us_sum += other.queue_us_sum;
+        self.service_us_sum += other.service_us_sum;
+        // Same bounds everywhere, so adding cannot fail.
+        let _ = self.response.add(&other.response);
+        let _ = self.queue.add(&other.queue);
+        let _ = self.service.add(&other.service);
+    }
+
+    fn clear(&mut self) {
+        self.count = 0;
+        self.keys = 0;
+        self.hits = 0;
+        self.misses = 0;
+        self.errors = 0;
+        self.response_us_sum = 0;
+        self.queue_us_sum = 0;
+        self.service_us_sum = 0;
+        self.response.reset();
+        self.queue.reset();
+        self.service.reset();
+    }
+}
+
+/// One sampled request for requests.csv.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub kind: Kind,
+    pub thread: u16,
+    pub outcome: Outcome,
+    pub servers: u16,
+    pub times: Timestamps,
+}
+
+/// What one thread measured in one window.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Window number: window k covers [start + k·len, start + (k+1)·len).
+    pub index: u64,
+    /// The recording thread, and the index of the window it records next: every window of
+    /// that thread before `next` has been shipped.
+    pub thread: u16,
+    pub next: u64,
+    pub kinds: [KindStats; 4],
+    /// Requests sent per server (a replicated write counts once per server).
+    pub per_server: Vec<u64>,
+    /// Failed exchanges per server (refused, reset, timeout, bad reply).
+    pub per_server_failures: Vec<u64>,
+    /// Queue length samples (one per enqueue): sum, count and max.
+    pub queue_len_sum: u64,
+    pub queue_len_samples: u64,
+    pub queue_len_max: u64,
+    pub samples: Vec<Sample>,
+}
+
+impl Window {
+    pub fn new(servers: usize) -> Window {
+        Window {
+            index: 0,
+            thread: 0,
+            next: 0,
+            kinds: [KindStats::new(), KindStats::new(), KindStats::new(), KindStats::new()],
+            per_server: vec![0; servers],
+            per_server_failures: vec![0; servers],
+            queue_len_sum: 0,
+            queue_len_samples: 0,
+            queue_len_max: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.kinds.iter_mut().for_each(KindStats::clear);
+        self.per_server.iter_mut().for_each(|c| *c = 0);
+        self.per_server_failures.iter_mut().for_each(|c| *c = 0);
+        self.queue_len_sum = 0;
+        self.queue_len_samples = 0;
+        self.queue_len_max = 0;
+        self.samples.clear();
+    }
+
+    pub fn add(&mut self, other: &Window) {
+        for (mine, theirs) in self.kinds.iter_mut().zip(&other.kinds) {
+            mine.add(theirs);
+        }
+        for (mine, theirs) in self.per_server.iter_mut().zip(&other.per_server) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.per_server_failures.iter_mut().zip(&other.per_server_failures) {
+            *mine += theirs;
+        }
+        self.queue_len_sum += other.queue_len_sum;
+        self.queue_len_samples += other.queue_len_samples;
+        self.queue_len_max = self.queue_len_max.max(other.queue_len_max);
+    }
+}
+
+/// The window clock every thread shares, so that window k means the same span everywhere.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowClock {
+    pub start: Instant,
+    pub length: Duration,
+}
+
+impl WindowClock {
+    pub fn index(&self, at: Instant) -> u64 {
+        (at.saturating_duration_since(self.start).as_nanos() / self.length.as_nanos().max(1)) as u64
+    }
+    pub fn end_of(&self, index: u64) -> Instant {
+        self.start + self.length * (index as u32 + 1)
+    }
+}
+
+/// A thread's measuring end: records into its current window, ships it at the boundary.
+pub struct Recorder {
+    thread: u16,
+    clock: WindowClock,
+    window: Box<Window>,
+    to_stats: Sender<Box<Window>>,
+    recycled: Receiver<Box<Window>>,
+    servers: usize,
+    sample_every: u64,
+    until_sample: u64,
+}
+
+/// Capacity of the sample buffer of a window before further samples of that window are dropped
+/// (bounded memory whatever the rate).
+const MAX_SAMPLES_PER_WINDOW: usize = 100_000;
+
+impl Recorder {
+    pub fn new(
+        thread: u16,
+        clock: WindowClock,
+        servers: usize,
+        sample_every: Option<u64>,
+        to_stats: Sender<Box<Window>>,
+        recycled: Receiver<Box<Window>>,
+    ) -> Recorder {
+        let mut window = Box::new(Window::new(servers));
+        window.index = clock.index(Instant::now());
+        let sample_every = sample_every.unwrap_or(0);
+        Recorder { thread, clock, window, to_stats, recycled, servers, sample_every, until_sample: sample_every }
+    }
+
+    pub fn clock(&self) -> WindowClock {
+        self.clock
+    }
+
+    /// Ships the current window if `now` lies past its end.
+    pub fn roll(&mut self, now: Instant) {
+        let index = self.clock.index(now);
+        if index > self.window.index {
+            self.ship(index);
+        }
+    }
+
+    /// Ships the current window now (at shutdown).
+    pub fn flush(&mut self) {
+        let next = self.window.index + 1;
+        self.ship(next);
+    }
+
+    fn ship(&mut self, next_index: u64) {
+        let mut fresh = self.recycled.try_recv().unwrap_or_else(|_| Box::new(Window::new(self.servers)));
+        fresh.clear();
+        fresh.index = next_index;
+        let mut full = std::mem::replace(&mut self.window, fresh);
+        full.thread = self.thread;
+        full.next = next_index;
+        // The stats thread outlives every recorder; if it is gone we are shutting down anyway.
+        let _ = self.to_stats.send(full);
+    }
+
+    pub fn record(&mut self, kind: Kind, times: &Timestamps, outcome: &Outcome, servers: u16) {
+        self.roll(times.reply_written);
+        self.window.kinds[kind as usize].record(times, outcome);
+        if self.sample_every > 0 {
+            self.until_sample -= 1;
+            if self.until_sample == 0 {
+                self.until_sample = self.sample_every;
+                if self.window.samples.len() < MAX_SAMPLES_PER_WINDOW {
+                    let sample = Sample { kind, thread: self.thread, outcome: *outcome, servers, times: *times };
+                    self.window.samples.push(sample);
+                }
+            }
+        }
+    }
+
+    pub fn server_request(&mut self, server: usize) {
+        self.window.per_server[server] += 1;
+    }
+
+    pub fn server_failure(&mut self, server: usize) {
+        self.window.per_server_failures[server] += 1;
+    }
+
+    pub fn queue_length(&mut self, now: Instant, length: usize) {
+        self.roll(now);
+        let length = length as u64;
+        self.window.queue_len_sum += length;
+        self.window.queue_len_samples += 1;
+        self.window.queue_len_max = self.window.queue_len_max.max(length);
+    }
+}
+
+pub fn micros(duration: Duration) -> u64 {
+    duration.as_micros().min(u128::from(u64::MAX)) as u64
+}

@@ -1,0 +1,175 @@
+//! One blocking TCP connection from a pool worker to one memcached server.
+//!
+//! Sends a request and reads one reply, each bounded by a deadline. Any failure (refused, reset,
+//! timeout, a reply that makes no sense) drops the connection, since its state is unknown, and
+//! the next use reconnects after a backoff that doubles up to a ceiling; while a server is in
+//! backoff, requests for it fail at once instead of waiting.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Why an exchange with a server failed; says where it came from for the client's
+/// `SERVER_ERROR` line. All of these may succeed on retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Connection refused or not yet retried after an earlier failure.
+    Unavailable,
+    Timeout,
+    /// The server closed or reset the connection.
+    Reset,
+    /// The server sent something that is not a memcached reply.
+    BadReply,
+}
+
+impl Failure {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Failure::Unavailable => "server unavailable",
+            Failure::Timeout => "server timeout",
+            Failure::Reset => "server closed the connection",
+            Failure::BadReply => "invalid reply from server",
+        }
+    }
+
+    fn from_io(error: &io::Error) -> Failure {
+        match error.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::Timeout,
+            io::ErrorKind::ConnectionRefused => Failure::Unavailable,
+            _ => Failure::Reset,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.reason())
+    }
+}
+
+pub struct ServerConn {
+    pub addr: SocketAddr,
+    stream: Option<TcpStream>,
+    timeout: Duration,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    /// Reply bytes; after [`ServerConn::receive`] the reply is `input[..reply.consumed]`.
+    pub input: Vec<u8>,
+    parser: ReplyParser,
+    /// Scratch for a request composed for this server alone (a sub-get).
+    pub output: Vec<u8>,
+    /// The reply the last successful `receive` parsed.
+    reply: Option<Reply>,
+}
+
+impl ServerConn {
+    pub fn new(addr: SocketAddr, timeout: Duration) -> ServerConn {
+        ServerConn {
+            addr,
+            stream: None,
+            timeout,
+            retry_at: None,
+            backoff: FIRST_BACKOFF,
+            input: Vec::with_capacity(READ_CHUNK),
+            parser: ReplyParser::new(Expect::Line),
+            output: Vec::new(),
+            reply: None,
+        }
+    }
+
+    /// Writes all of `bytes`, connecting first if needed.
+    pub fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
+        self.input.clear();
+        self.reply = None;
+        let result = self.connected(deadline).and_then(|stream| write_all(stream, bytes, deadline));
+        result.map_err(|failure| self.fail(failure))
+    }
+
+    /// Reads one reply of the expected shape; it is `self.input[..reply.consumed]`.
+    pub fn receive(&mut self, expect: Expect, deadline: Instant) -> Result<Reply, Failure> {
+        self.parser.reset(expect);
+        let result = self.read_reply(deadline);
+        self.reply = result.ok();
+        result.map_err(|failure| self.fail(failure))
+    }
+
+    fn read_reply(&mut self, deadline: Instant) -> Result<Reply, Failure> {
+        let stream = self.stream.as_mut().ok_or(Failure::Unavailable)?;
+        loop {
+            match self.parser.parse(&self.input) {
+                Parse::Complete(reply) => return Ok(reply),
+                Parse::Invalid(_) => return Err(Failure::BadReply),
+                Parse::Incomplete => {}
+            }
+            let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero());
+            stream.set_read_timeout(Some(left.ok_or(Failure::Timeout)?)).map_err(|e| Failure::from_io(&e))?;
+            let filled = self.input.len();
+            self.input.resize(filled + READ_CHUNK, 0);
+            let read = stream.read(&mut self.input[filled..]);
+            self.input.truncate(filled + *read.as_ref().unwrap_or(&0));
+            match read {
+                Ok(0) => return Err(Failure::Reset),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Failure::from_io(&e)),
+            }
+        }
+    }
+
+    fn connected(&mut self, deadline: Instant) -> Result<&mut TcpStream, Failure> {
+        if self.stream.is_none() {
+            if let Some(at) = self.retry_at {
+                if Instant::now() < at {
+                    return Err(Failure::Unavailable);
+                }
+            }
+            let timeout = deadline.saturating_duration_since(Instant::now()).min(self.timeout);
+            if timeout.is_zero() {
+                return Err(Failure::Timeout);
+            }
+            let stream = TcpStream::connect_timeout(&self.addr, timeout).map_err(|e| Failure::from_io(&e))?;
+            stream.set_nodelay(true).map_err(|e| Failure::from_io(&e))?;
+            self.stream = Some(stream);
+            self.retry_at = None;
+            self.backoff = FIRST_BACKOFF;
+        }
+        Ok(self.stream.as_mut().expect("connected above"))
+    }
+
+    fn fail(&mut self, failure: Failure) -> Failure {
+        self.stream = None;
+        self.input.clear();
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        failure
+    }
+
+    pub fn last_reply(&self) -> Option<Reply> {
+        self.reply
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.stream.is_some()
+    }
+}
+
+fn write_all(stream: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
+    while !bytes.is_empty() {
+        let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero());
+        stream.set_write_timeout(Some(left.ok_or(Failure::Timeout)?)).map_err(|e| Failure::from_io(&e))?;
+        match stream.write(bytes) {
+            Ok(0) => return Err(Failure::Reset),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Failure::from_io(&e)),
+        }
+    }
+    Ok(())
+}

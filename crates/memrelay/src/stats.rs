@@ -1,0 +1,365 @@
+//! The stats thread: merges the windows every recording thread ships, and writes the outputs.
+//!
+//! - `windows.jsonl`: one line per window once every thread has shipped it (or it is two
+//!   windows overdue: a thread stuck on a server does not hold the file back; what it ships
+//!   late is added to the oldest window not yet written, so windows always add up to the
+//!   summary).
+//! - `summary.json` at the end, written to a temporary file and renamed, so it is never seen
+//!   half-written.
+//! - `requests.csv`: the sampled requests with their six timestamps.
+//!
+//! It also publishes running totals for the `stats` command.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::local::{LiveTotals, VERSION};
+use crate::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
+
+/// Width of the summary's response-time histogram buckets (seed 000 section 1.9.2).
+const HISTOGRAM_BUCKET_US: u64 = 100;
+
+pub struct StatsThread {
+    config: Arc<Config>,
+    clock: WindowClock,
+    started_unix: f64,
+    incoming: Receiver<Box<Window>>,
+    recycle: Sender<Box<Window>>,
+    live: Arc<LiveTotals>,
+    /// Per recording thread: every window before this index has arrived.
+    frontier: Vec<u64>,
+    pending: BTreeMap<u64, Window>,
+    /// Windows before this index are written.
+    written_upto: u64,
+    totals: Window,
+    windows_out: Option<BufWriter<File>>,
+    requests_out: Option<BufWriter<File>>,
+}
+
+impl StatsThread {
+    pub fn new(
+        config: Arc<Config>,
+        clock: WindowClock,
+        recorders: usize,
+        incoming: Receiver<Box<Window>>,
+        recycle: Sender<Box<Window>>,
+        live: Arc<LiveTotals>,
+    ) -> io::Result<StatsThread> {
+        let mut windows_out = None;
+        let mut requests_out = None;
+        if let Some(dir) = &config.args.stats_dir {
+            fs::create_dir_all(dir)?;
+            windows_out = Some(BufWriter::new(File::create(dir.join("windows.jsonl"))?));
+            if config.args.request_log_sample.is_some() {
+                let mut out = BufWriter::new(File::create(dir.join("requests.csv"))?);
+                writeln!(
+                    out,
+                    "thread,type,keys,hits,misses,error,servers,arrival_us,enqueue_us,dequeue_us,\
+                     first_send_us,last_reply_us,reply_written_us,response_us,queue_us,service_us"
+                )?;
+                requests_out = Some(out);
+            }
+        }
+        let servers = config.servers.len();
+        Ok(StatsThread {
+            started_unix: unix_now(),
+            clock,
+            incoming,
+            recycle,
+            live,
+            frontier: vec![clock.index(Instant::now()); recorders],
+            pending: BTreeMap::new(),
+            written_upto: clock.index(Instant::now()),
+            totals: Window::new(servers),
+            windows_out,
+            requests_out,
+            config,
+        })
+    }
+
+    /// Runs until every recorder is gone, then writes the summary.
+    pub fn run(mut self) -> io::Result<()> {
+        loop {
+            match self.incoming.recv_timeout(self.clock.length) {
+                Ok(window) => self.take(window)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.write_ready(false)?;
+        }
+        self.write_ready(true)?;
+        if let Some(out) = self.windows_out.as_mut() {
+            out.flush()?;
+        }
+        if let Some(out) = self.requests_out.as_mut() {
+            out.flush()?;
+        }
+        if let Some(dir) = self.config.args.stats_dir.clone() {
+            write_atomically(&dir.join("summary.json"), &self.summary())?;
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, window: Box<Window>) -> io::Result<()> {
+        if let Some(frontier) = self.frontier.get_mut(usize::from(window.thread)) {
+            *frontier = (*frontier).max(window.next);
+        }
+        self.totals.add(&window);
+        self.live.add(&window);
+        self.log_samples(&window.samples)?;
+        let index = window.index.max(self.written_upto);
+        let servers = self.config.servers.len();
+        self.pending.entry(index).or_insert_with(|| {
+            let mut fresh = Window::new(servers);
+            fresh.index = index;
+            fresh
+        });
+        self.pending.get_mut(&index).expect("inserted above").add(&window);
+        let _ = self.recycle.try_send(window);
+        Ok(())
+    }
+
+    /// Writes the windows every thread has shipped, or that are long overdue (or all, at the end).
+    fn write_ready(&mut self, all: bool) -> io::Result<()> {
+        let complete_before = self.frontier.iter().copied().min().unwrap_or(0);
+        let overdue_before = self.clock.index(Instant::now()).saturating_sub(2);
+        let ready_before = if all { u64::MAX } else { complete_before.max(overdue_before) };
+        while let Some(entry) = self.pending.first_entry() {
+            if *entry.key() >= ready_before {
+                break;
+            }
+            let window = entry.remove();
+            self.written_upto = window.index + 1;
+            self.write_window(&window)?;
+        }
+        if !all {
+            self.written_upto = self.written_upto.max(ready_before.min(self.clock.index(Instant::now())));
+        }
+        Ok(())
+    }
+
+    fn write_window(&mut self, window: &Window) -> io::Result<()> {
+        let length = self.clock.length.as_secs_f64();
+        let mut types = serde_json::Map::new();
+        for kind in Kind::ALL {
+            let stats = &window.kinds[kind as usize];
+            types.insert(
+                kind.name().into(),
+                json!({
+                    "count": stats.count,
+                    "throughput": stats.count as f64 / length,
+                    "response_us_mean": mean(stats.response_us_sum, stats.count),
+                    "queue_us_mean": mean(stats.queue_us_sum, stats.count),
+                    "service_us_mean": mean(stats.service_us_sum, stats.count),
+                    "hits": stats.hits,
+                    "misses": stats.misses,
+                    "keys": stats.keys,
+                    "errors": stats.errors,
+                }),
+            );
+        }
+        let count: u64 = window.kinds.iter().map(|k| k.count).sum();
+        let line = json!({
+            "window": window.index,
+            "start_s": window.index as f64 * length,
+            "length_s": length,
+            "start_unix": self.started_unix + window.index as f64 * length,
+            "count": count,
+            "throughput": count as f64 / length,
+            "types": types,
+            "queue_length_mean": mean(window.queue_len_sum, window.queue_len_samples),
+            "queue_length_max": window.queue_len_max,
+            "per_server_requests": window.per_server,
+            "per_server_failures": window.per_server_failures,
+        });
+        if let Some(out) = self.windows_out.as_mut() {
+            serde_json::to_writer(&mut *out, &line)?;
+            out.write_all(b"\n")?;
+            out.flush()?;
+        }
+        if self.config.args.verbose {
+            eprintln!(
+                "memrelay: window {:>5}: {:>9.0} req/s  response {:>7.1} µs  queue {:>7.1} µs  service {:>7.1} µs  queue length {:.2}  errors {}",
+                window.index,
+                count as f64 / length,
+                mean_all(window, |k| k.response_us_sum),
+                mean_all(window, |k| k.queue_us_sum),
+                mean_all(window, |k| k.service_us_sum),
+                mean(window.queue_len_sum, window.queue_len_samples),
+                window.kinds.iter().map(|k| k.errors).sum::<u64>(),
+            );
+        }
+        Ok(())
+    }
+
+    fn log_samples(&mut self, samples: &[Sample]) -> io::Result<()> {
+        let Some(out) = self.requests_out.as_mut() else { return Ok(()) };
+        let origin = self.clock.start;
+        let at = |t: Instant| micros(t.saturating_duration_since(origin));
+        for s in samples {
+            let t = &s.times;
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                s.thread,
+                s.kind.name(),
+                s.outcome.keys,
+                s.outcome.hits,
+                s.outcome.misses,
+                u8::from(s.outcome.error),
+                s.servers,
+                at(t.arrival),
+                at(t.enqueue),
+                at(t.dequeue),
+                at(t.first_send),
+                at(t.last_reply),
+                at(t.reply_written),
+                micros(t.response()),
+                micros(t.queue()),
+                micros(t.service()),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> Value {
+        let duration = (unix_now() - self.started_unix).max(1e-9);
+        let args = &self.config.args;
+        let mut types = serde_json::Map::new();
+        for kind in Kind::ALL {
+            types.insert(kind.name().into(), kind_summary(&self.totals.kinds[kind as usize], duration));
+        }
+        let all = |f: fn(&KindStats) -> u64| self.totals.kinds.iter().map(f).sum::<u64>();
+        let servers: Vec<Value> = self
+            .config
+            .server_names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                json!({
+                    "address": name,
+                    "requests": self.totals.per_server[i],
+                    "failures": self.totals.per_server_failures[i],
+                })
+            })
+            .collect();
+        json!({
+            "memrelay_version": VERSION,
+            "config": {
+                "listen": args.listen,
+                "servers": self.config.server_names,
+                "engine": args.engine,
+                "workers": args.workers,
+                "threads": self.config.event_threads(),
+                "sharded": args.sharded,
+                "distribution": args.distribution,
+                "hash": args.hash.to_string(),
+                "replication": self.config.replication,
+                "read_from": args.read_from,
+                "failover": args.failover,
+                "server_timeout_ms": args.server_timeout_ms,
+                "stats_window_s": self.clock.length.as_secs_f64(),
+                "request_log_sample": args.request_log_sample,
+            },
+            "started_unix": self.started_unix,
+            "duration_s": duration,
+            "totals": {
+                "count": all(|k| k.count),
+                "throughput": all(|k| k.count) as f64 / duration,
+                "keys": all(|k| k.keys),
+                "hits": all(|k| k.hits),
+                "misses": all(|k| k.misses),
+                "errors": all(|k| k.errors),
+            },
+            "types": types,
+            "servers": servers,
+            "queue_length": {
+                "mean": mean(self.totals.queue_len_sum, self.totals.queue_len_samples),
+                "max": self.totals.queue_len_max,
+                "samples": self.totals.queue_len_samples,
+            },
+        })
+    }
+}
+
+fn kind_summary(stats: &KindStats, duration: f64) -> Value {
+    json!({
+        "count": stats.count,
+        "throughput": stats.count as f64 / duration,
+        "keys": stats.keys,
+        "hits": stats.hits,
+        "misses": stats.misses,
+        "errors": stats.errors,
+        "response_us": distribution(&stats.response, stats.response_us_sum, stats.count),
+        "queue_us": distribution(&stats.queue, stats.queue_us_sum, stats.count),
+        "service_us": distribution(&stats.service, stats.service_us_sum, stats.count),
+        "response_histogram": buckets(&stats.response),
+    })
+}
+
+/// Mean (exact, from the sum) and percentiles (from the histogram) of one time.
+fn distribution(histogram: &Histogram<u64>, sum_us: u64, count: u64) -> Value {
+    let q = |quantile: f64| if count == 0 { 0 } else { histogram.value_at_quantile(quantile) };
+    json!({
+        "mean": mean(sum_us, count),
+        "p50": q(0.50),
+        "p90": q(0.90),
+        "p99": q(0.99),
+        "p999": q(0.999),
+        "max": if count == 0 { 0 } else { histogram.max() },
+    })
+}
+
+/// The histogram in fixed 100 µs buckets, as `[lower_bound_us, count]` pairs for the non-empty
+/// buckets (a sparse list: a long tail would otherwise be thousands of zeros).
+fn buckets(histogram: &Histogram<u64>) -> Value {
+    let mut pairs = Vec::new();
+    if histogram.len() > 0 {
+        for step in histogram.iter_linear(HISTOGRAM_BUCKET_US) {
+            let count = step.count_since_last_iteration();
+            if count > 0 {
+                let lower = step.value_iterated_to() / HISTOGRAM_BUCKET_US * HISTOGRAM_BUCKET_US;
+                pairs.push(json!([lower, count]));
+            }
+        }
+    }
+    json!({ "bucket_us": HISTOGRAM_BUCKET_US, "buckets": pairs })
+}
+
+fn mean(sum: u64, count: u64) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        sum as f64 / count as f64
+    }
+}
+
+fn mean_all(window: &Window, field: fn(&KindStats) -> u64) -> f64 {
+    let count: u64 = window.kinds.iter().map(|k| k.count).sum();
+    mean(window.kinds.iter().map(field).sum(), count)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn write_atomically(path: &Path, value: &Value) -> io::Result<()> {
+    let tmp: PathBuf = path.with_extension("json.tmp");
+    {
+        let mut out = BufWriter::new(File::create(&tmp)?);
+        serde_json::to_writer_pretty(&mut out, value)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        out.get_ref().sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
