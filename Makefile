@@ -1,0 +1,41 @@
+# memrelay: the two commands of the quick start are `make demo` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+VENV := lab/.venv
+LAB := $(VENV)/bin/memrelay-lab
+
+.PHONY: all deps build demo test test-rust test-lab bench fuzz clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release --workspace --bins
+
+# A small real experiment end to end; prints where its report is.
+demo: build
+	@scripts/demo.sh
+
+test: build
+	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory test-lab
+
+test-rust: build
+	$(CARGO) test --release --workspace
+
+test-lab: deps
+	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q
+
+# Side-by-side throughput and CPU per request of memcached, twemproxy and both engines.
+bench: build
+	@scripts/bench.sh
+
+# Runs the protocol fuzzers (needs nightly Rust and cargo-fuzz; see README).
+fuzz:
+	cd crates/protocol && cargo +nightly fuzz run parse_request -- -max_total_time=60
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV) results

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what memrelay's build, tests and lab need and this machine lacks: memcached and
+# twemproxy (nutcracker) from Debian's packages, and the lab's Python virtual environment with
+# pinned packages. Idempotent: does nothing for what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
+command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || need_apt+=(nutcracker)
+if [ "${WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then need_apt+=(chromium); fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "deps: installing ${need_apt[*]} from Debian's packages"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Debian starts the packaged services; memrelay's tests and lab start their own on free ports.
+  $SUDO systemctl disable --now memcached nutcracker >/dev/null 2>&1 || true
+fi
+
+venv=lab/.venv
+if [ ! -x "$venv/bin/python" ] || ! cmp -s lab/requirements.lock "$venv/.installed-lock"; then
+  echo "deps: preparing the lab's Python environment in $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r lab/requirements.lock
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e lab
+  cp lab/requirements.lock "$venv/.installed-lock"
+fi
