@@ -5,54 +5,17 @@
 //! the next use reconnects after a backoff that doubles up to a ceiling; while a server is in
 //! backoff, requests for it fail at once instead of waiting.
 
-use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
+pub use crate::failure::Failure;
+
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 const READ_CHUNK: usize = 16 * 1024;
-
-/// Why an exchange with a server failed; says where it came from for the client's
-/// `SERVER_ERROR` line. All of these may succeed on retry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// Connection refused or not yet retried after an earlier failure.
-    Unavailable,
-    Timeout,
-    /// The server closed or reset the connection.
-    Reset,
-    /// The server sent something that is not a memcached reply.
-    BadReply,
-}
-
-impl Failure {
-    pub fn reason(self) -> &'static str {
-        match self {
-            Failure::Unavailable => "server unavailable",
-            Failure::Timeout => "server timeout",
-            Failure::Reset => "server closed the connection",
-            Failure::BadReply => "invalid reply from server",
-        }
-    }
-
-    fn from_io(error: &io::Error) -> Failure {
-        match error.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::Timeout,
-            io::ErrorKind::ConnectionRefused => Failure::Unavailable,
-            _ => Failure::Reset,
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.reason())
-    }
-}
 
 pub struct ServerConn {
     pub addr: SocketAddr,

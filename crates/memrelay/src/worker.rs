@@ -14,7 +14,8 @@ use crate::config::{Config, Distribution};
 use crate::job::Job;
 use crate::metrics::{Kind, Outcome, Recorder};
 use crate::routing::{coalesce, Plan, RouteBuf, Router};
-use crate::server::{Failure, ServerConn};
+use crate::failure::{pick_reply, Failure};
+use crate::server::ServerConn;
 
 pub struct Worker {
     router: Arc<Router>,
@@ -172,23 +173,14 @@ impl Worker {
         self.combine(request, job)
     }
 
-    /// The reply to a replicated request: the first server's reply when every server succeeded,
-    /// otherwise the first failure (a server's own failure reply, or SERVER_ERROR).
+    /// The reply to a replicated request (see [`pick_reply`]).
     fn combine(&mut self, request: &Request, job: &mut Job) -> Outcome {
-        let mut chosen = None;
-        for (i, &target) in self.route.targets.iter().enumerate() {
-            match self.results[i] {
-                Err(failure) => return server_error(job, failure, &self.servers[target]),
-                Ok(()) => {
-                    let server = &self.servers[target];
-                    if !status_of(server).is_success() {
-                        return self.relay(target, request, job);
-                    }
-                    chosen.get_or_insert(target);
-                }
-            }
+        let servers = &self.servers;
+        let statuses = self.route.targets.iter().zip(&self.results).map(|(&t, r)| r.map(|()| status_of(&servers[t])));
+        match pick_reply(statuses).expect("a replicated request has targets") {
+            (i, Err(failure)) => server_error(job, failure, &self.servers[self.route.targets[i]]),
+            (i, Ok(_)) => self.relay(self.route.targets[i], request, job),
         }
-        self.relay(chosen.expect("a replicated request has targets"), request, job)
     }
 
     fn split(&mut self, request: &Request, job: &mut Job, deadline: Instant) -> Outcome {
