@@ -33,11 +33,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from ._jsonable import jsonable
 
-__all__ = ["FactorialDesignError", "FactorialResult", "factorial_design", "factorial_from_responses", "read_factorial_csv"]
+__all__ = [
+    "FactorialDesignError",
+    "FactorialResult",
+    "factorial_design",
+    "factorial_from_responses",
+    "read_factorial_csv",
+]
 
 MEAN_EFFECT = "I"
 
@@ -217,7 +223,7 @@ def factorial_from_responses(
     if dof > 0:
         error_std = math.sqrt(sse / dof)
         effect_std = error_std / math.sqrt(runs * r)
-        t_quantile = float(stats.t.ppf((1.0 + level) / 2.0, dof))
+        t_quantile = float(special.stdtrit(dof, (1.0 + level) / 2.0))
     else:
         # r = 1: no repetitions, no estimate of the experimental error.
         error_std = effect_std = t_quantile = math.nan

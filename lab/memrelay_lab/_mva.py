@@ -18,7 +18,8 @@ centers Box 36.1 tracks the marginal probabilities P_i(j | n) of j jobs at the c
     R_i(n)   = sum_{j=1..n} j D_i / alpha_i(j) P_i(j-1 | n-1)
     X(n)     = n / (Z + sum_i R_i(n))
     P_i(j|n) = X(n) D_i / alpha_i(j) P_i(j-1 | n-1),  j = 1..n
-    P_i(0|n) = 1 - sum_{j>=1} P_i(j | n)
+    P_i(0|n) = 1 - sum_{j>=1} P_i(j | n)   (Box 36.1; computed here without the
+               subtraction, which is unstable for busy multi-server centers: see `_solve`)
 
 `mva()` returns the results for every population 1..N. `bottleneck()` names the center
 with the largest demand per server and `asymptotic_bounds()` gives the asymptotic bounds
@@ -214,7 +215,9 @@ class MVAResult:
                 "population": n,
                 "centers": [center.to_dict() for center in self.centers],
                 "results": by_population,
-                "marginal_probabilities": {name: probs[n, : n + 1] for name, probs in self.marginal_probabilities.items()},
+                "marginal_probabilities": {
+                    name: probs[n, : n + 1] for name, probs in self.marginal_probabilities.items()
+                },
             }
         )
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from ._jsonable import jsonable
 
@@ -216,11 +216,10 @@ class MMm(_QueueMetrics):
         """
         if t <= 0:
             return 0.0
-        mu, a = self.service_rate, self._queue_drain_rate
-        survival = (1.0 - self.prob_queueing) * math.exp(-mu * t) + self.prob_queueing * _hypoexponential_survival(
-            a, mu, t
-        )
-        return 1.0 - survival
+        mu, delta = self.service_rate, self.prob_queueing
+        no_wait = (1.0 - delta) * math.exp(-mu * t)
+        waited = delta * _hypoexponential_survival(self._queue_drain_rate, mu, t)
+        return 1.0 - (no_wait + waited)
 
     def response_time_percentile(self, q: float) -> float:
         """q-percentile of response time, solved numerically from `response_time_cdf`.
@@ -234,7 +233,17 @@ class MMm(_QueueMetrics):
         upper = self.mean_response_time
         while self.response_time_cdf(upper) < target:
             upper *= 2.0
-        return float(optimize.brentq(lambda t: self.response_time_cdf(t) - target, 0.0, upper, xtol=1e-15, rtol=1e-12))
+        # The CDF is increasing: bisect until the bracket is as narrow as floats allow.
+        lower = 0.0
+        while upper - lower > 1e-15 * upper:
+            middle = 0.5 * (lower + upper)
+            if middle in (lower, upper):
+                break
+            if self.response_time_cdf(middle) < target:
+                lower = middle
+            else:
+                upper = middle
+        return upper
 
     def waiting_time_percentile(self, q: float) -> float:
         """q-percentile of waiting time: max(0, E[w]/varrho ln(100 varrho / (100 - q)))."""

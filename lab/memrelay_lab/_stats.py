@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from ._jsonable import jsonable
 
@@ -63,7 +63,7 @@ def mean_confidence_interval(values: Iterable[float], level: float = 0.95) -> Co
     if n == 1:
         half_width = math.nan
     else:
-        t_quantile = stats.t.ppf((1.0 + level) / 2.0, df=n - 1)
+        t_quantile = special.stdtrit(n - 1, (1.0 + level) / 2.0)
         half_width = float(t_quantile * data.std(ddof=1) / math.sqrt(n))
     return ConfidenceInterval(
         mean=mean,

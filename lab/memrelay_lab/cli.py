@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_request.code or 0)
     try:
         return args.handler(args)
-    except (CliError, ValueError, OSError, KeyError) as error:
+    except (CliError, ValueError, OSError) as error:
         print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
@@ -288,10 +288,7 @@ def _name_list(text: str) -> list[str]:
 def _one_line(error: BaseException) -> str:
     if isinstance(error, FileNotFoundError):
         return f"no such file: {error.filename}"
-    if isinstance(error, KeyError) and error.args:
-        message = str(error.args[0])
-    else:
-        message = str(error) or type(error).__name__
+    message = str(error) or type(error).__name__
     return " ".join(message.split())
 
 

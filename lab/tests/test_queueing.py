@@ -286,7 +286,9 @@ def test_mm1_90_percentile_is_jains_2_3_mean_response_time():
     assert model.waiting_time_cdf(model.waiting_time_percentile(90)) == pytest.approx(0.9)
 
 
-@pytest.mark.parametrize(("arrival_rate", "service_rate", "servers"), [(10.0, 1.0, 16), (3.0, 2.0, 2), (13771.0, 866.17135, 16)])
+@pytest.mark.parametrize(
+    ("arrival_rate", "service_rate", "servers"), [(10.0, 1.0, 16), (3.0, 2.0, 2), (13771.0, 866.17135, 16)]
+)
 def test_mmm_response_time_percentile_matches_numerical_convolution(arrival_rate, service_rate, servers):
     model = mmm(arrival_rate, service_rate, servers)
     delta, mu = model.prob_queueing, service_rate
@@ -340,7 +342,9 @@ def test_unstable_system_raises_with_rho_in_the_message():
     assert issubclass(UnstableSystemError, ValueError)
 
 
-@pytest.mark.parametrize(("arrival_rate", "service_rate"), [(0.0, 1.0), (-1.0, 1.0), (1.0, 0.0), (math.nan, 1.0), (1.0, math.inf)])
+@pytest.mark.parametrize(
+    ("arrival_rate", "service_rate"), [(0.0, 1.0), (-1.0, 1.0), (1.0, 0.0), (math.nan, 1.0), (1.0, math.inf)]
+)
 def test_non_positive_or_non_finite_rates_are_rejected(arrival_rate, service_rate):
     with pytest.raises(ValueError, match="rate"):
         mm1(arrival_rate, service_rate)
