@@ -18,6 +18,7 @@
 //! scheduler around those pure parts.
 
 pub mod config;
+pub mod evented;
 pub mod failure;
 pub mod job;
 pub mod ketama;

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     let shutdown = Arc::new(AtomicBool::new(false));
     let result = match config.args.engine {
         Engine::Pool => memrelay::pool::run(config, shutdown),
-        Engine::Evented => Err("the evented engine is not built yet; use --engine pool".to_string()),
+        Engine::Evented => memrelay::evented::run(config, shutdown),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

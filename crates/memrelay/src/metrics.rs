@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
+use memrelay_protocol::{Command, Request};
 
 /// Request kinds, as the seeds count them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,16 @@ impl Kind {
             Kind::Set => "set",
             Kind::Other => "other",
         }
+    }
+}
+
+/// The kind a request is counted as.
+pub fn kind_of(request: &Request) -> Kind {
+    match request.command {
+        Command::Get | Command::Gets if request.key_count > 1 => Kind::MultiGet,
+        Command::Get | Command::Gets => Kind::Get,
+        c if c.is_storage() => Kind::Set,
+        _ => Kind::Other,
     }
 }
 

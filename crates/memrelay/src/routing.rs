@@ -9,7 +9,7 @@
 //! Round robin is an input (`rr`, one counter kept by the caller, seed 000 section 1.3), so a
 //! route is a function of the request and that number alone.
 
-use memrelay_protocol::{value_block, Command, Request};
+use memrelay_protocol::{compose, value_block, Command, Expect, Request};
 
 use crate::config::{Config, Distribution, ReadFrom};
 use crate::ketama::{Ring, RingServer};
@@ -207,6 +207,37 @@ pub fn coalesce<'a>(
         }
     }
     hits
+}
+
+/// The shape of the reply a server sends to this command.
+pub fn expect_for(command: Command) -> Expect {
+    match command {
+        Command::Get | Command::Gets => Expect::Values,
+        Command::Stats => Expect::Stats,
+        _ => Expect::Line,
+    }
+}
+
+/// Writes `request` without `noreply` into `out` (cleared first): the servers must answer so
+/// that the client's next request sees the write. False when the command has nothing to rewrite.
+pub fn without_noreply(request: &Request, input: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let key = request.key(input);
+    match request.command {
+        c if c.is_storage() => {
+            let data = &input[request.data.clone()];
+            compose::storage(out, c, key, request.flags, request.exptime, data, request.number, false)
+        }
+        Command::Incr | Command::Decr => compose::keyed(out, request.command, key, Some(request.number as i64), false),
+        Command::Touch => compose::keyed(out, Command::Touch, key, Some(request.exptime), false),
+        Command::Delete => compose::keyed(out, Command::Delete, key, None, false),
+        Command::FlushAll => {
+            let delay = (request.number > 0).then_some(request.number);
+            compose::keyless(out, Command::FlushAll, delay, false)
+        }
+        _ => return false,
+    }
+    true
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use memrelay_protocol::{compose, Command, Expect, Request, Status};
 
 use crate::config::{Config, Distribution};
 use crate::job::Job;
-use crate::metrics::{Kind, Outcome, Recorder};
-use crate::routing::{coalesce, Plan, RouteBuf, Router};
+use crate::metrics::{kind_of, Outcome, Recorder};
+use crate::routing::{coalesce, expect_for, without_noreply, Plan, RouteBuf, Router};
 use crate::failure::{pick_reply, Failure};
 use crate::server::ServerConn;
 
@@ -232,26 +232,13 @@ impl Worker {
         self.combine(request, job)
     }
 
-    /// Writes the request without `noreply` into `self.rewritten`: the servers must answer so
-    /// the client's next request sees the write.
+    /// Writes the request without `noreply` into `self.rewritten`.
     fn rewrite(&mut self, request: &Request, input: &[u8]) -> Outgoing {
-        self.rewritten.clear();
-        let key = request.key(input);
-        let out = &mut self.rewritten;
-        match request.command {
-            c if c.is_storage() => {
-                compose::storage(out, c, key, request.flags, request.exptime, &input[request.data.clone()], request.number, false)
-            }
-            Command::Incr | Command::Decr => compose::keyed(out, request.command, key, Some(request.number as i64), false),
-            Command::Touch => compose::keyed(out, Command::Touch, key, Some(request.exptime), false),
-            Command::Delete => compose::keyed(out, Command::Delete, key, None, false),
-            Command::FlushAll => {
-                let delay = (request.number > 0).then_some(request.number);
-                compose::keyless(out, Command::FlushAll, delay, false)
-            }
-            _ => return Outgoing::AsArrived,
+        if without_noreply(request, input, &mut self.rewritten) {
+            Outgoing::Rewritten
+        } else {
+            Outgoing::AsArrived
         }
-        Outgoing::Rewritten
     }
 
     /// Copies a server's reply to the client's reply as it is.
@@ -283,23 +270,6 @@ fn server_error(job: &mut Job, failure: Failure, server: &ServerConn) -> Outcome
     // Formatting only on the failure path.
     let _ = write!(job.reply, "SERVER_ERROR {} ({})\r\n", failure.reason(), server.addr);
     Outcome { error: true, ..Outcome::default() }
-}
-
-pub fn expect_for(command: Command) -> Expect {
-    match command {
-        Command::Get | Command::Gets => Expect::Values,
-        Command::Stats => Expect::Stats,
-        _ => Expect::Line,
-    }
-}
-
-pub fn kind_of(request: &Request) -> Kind {
-    match request.command {
-        Command::Get | Command::Gets if request.key_count > 1 => Kind::MultiGet,
-        Command::Get | Command::Gets => Kind::Get,
-        c if c.is_storage() => Kind::Set,
-        _ => Kind::Other,
-    }
 }
 
 /// Writes as much of the reply as the client socket takes now; the net thread finishes the rest.

@@ -1,0 +1,254 @@
+//! A non-blocking connection from one event loop to one memcached server, shared by all the
+//! loop's clients.
+//!
+//! Requests are appended to one output buffer and written in a batch once per loop turn;
+//! memcached answers in order, so replies are matched to the [`Outstanding`] queue front to
+//! back. A failure (refused, reset, timeout, a reply that makes no sense) fails every request
+//! outstanding on the connection (their replies can no longer be matched), drops it, and the
+//! next request reconnects after a backoff that doubles up to a ceiling.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+
+use crate::failure::Failure;
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A request written (or about to be) on the connection, waiting for its reply.
+#[derive(Debug, Clone, Copy)]
+pub struct Outstanding {
+    /// The in-flight request this reply belongs to, and which of its targets this is.
+    pub request: usize,
+    pub generation: u32,
+    pub slot: u16,
+    pub expect: Expect,
+    pub deadline: Instant,
+}
+
+pub struct Upstream {
+    pub addr: SocketAddr,
+    token: Token,
+    stream: Option<TcpStream>,
+    connected: bool,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    output: Vec<u8>,
+    written: usize,
+    outstanding: VecDeque<Outstanding>,
+    /// How many entries at the back of `outstanding` have not been flushed yet.
+    unsent: usize,
+    input: Vec<u8>,
+    start: usize,
+    parser: ReplyParser,
+    parser_primed: bool,
+    wants_writable: bool,
+}
+
+impl Upstream {
+    pub fn new(addr: SocketAddr, token: Token) -> Upstream {
+        Upstream {
+            addr,
+            token,
+            stream: None,
+            connected: false,
+            retry_at: None,
+            backoff: FIRST_BACKOFF,
+            output: Vec::with_capacity(READ_CHUNK),
+            written: 0,
+            outstanding: VecDeque::with_capacity(256),
+            unsent: 0,
+            input: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            parser: ReplyParser::new(Expect::Line),
+            parser_primed: false,
+            wants_writable: false,
+        }
+    }
+
+    /// Whether a request can be queued now: connected, or connecting, or a connect could be
+    /// started (not in backoff after a failure).
+    pub fn available(&mut self, registry: &Registry, now: Instant) -> bool {
+        if self.stream.is_some() {
+            return true;
+        }
+        if self.retry_at.is_some_and(|at| now < at) {
+            return false;
+        }
+        match TcpStream::connect(self.addr) {
+            Ok(mut stream) => {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if registry.register(&mut stream, self.token, interest).is_err() {
+                    self.back_off(now);
+                    return false;
+                }
+                let _ = stream.set_nodelay(true);
+                self.stream = Some(stream);
+                self.connected = false;
+                self.wants_writable = true;
+                true
+            }
+            Err(_) => {
+                self.back_off(now);
+                false
+            }
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8], entry: Outstanding) {
+        self.output.extend_from_slice(bytes);
+        self.outstanding.push_back(entry);
+        self.unsent += 1;
+    }
+
+    /// Requests queued since the last flush (a gauge of the batch waiting to be written).
+    pub fn unsent(&self) -> usize {
+        self.unsent
+    }
+
+    /// Writes the batch. Returns the entries that went out with it (the last `n`), so their
+    /// send time can be stamped.
+    pub fn flush(&mut self, registry: &Registry) -> Result<usize, Failure> {
+        if !self.connected {
+            return Ok(0);
+        }
+        let stream = self.stream.as_mut().expect("connected implies a stream");
+        while self.written < self.output.len() {
+            match stream.write(&self.output[self.written..]) {
+                Ok(0) => return Err(Failure::Reset),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Failure::from_io(&e)),
+            }
+        }
+        if self.written == self.output.len() {
+            self.output.clear();
+            self.written = 0;
+        }
+        let want = self.written < self.output.len();
+        if want != self.wants_writable {
+            self.wants_writable = want;
+            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            let stream = self.stream.as_mut().expect("connected implies a stream");
+            registry.reregister(stream, self.token, interest).map_err(|e| Failure::from_io(&e))?;
+        }
+        let sent = self.unsent;
+        self.unsent = 0;
+        Ok(sent)
+    }
+
+    /// The connection became writable: finishes a pending connect.
+    pub fn on_writable(&mut self) -> Result<(), Failure> {
+        if self.connected {
+            return Ok(());
+        }
+        let Some(stream) = self.stream.as_ref() else { return Ok(()) };
+        match stream.take_error() {
+            Ok(Some(e)) | Err(e) => return Err(Failure::from_io(&e)),
+            Ok(None) => {}
+        }
+        match stream.peer_addr() {
+            Ok(_) => {
+                self.connected = true;
+                self.retry_at = None;
+                self.backoff = FIRST_BACKOFF;
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            Err(e) => Err(Failure::from_io(&e)),
+        }
+    }
+
+    /// Reads what the server sent and hands every complete reply, with its bytes, to `deliver`.
+    pub fn on_readable(&mut self, mut deliver: impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
+        loop {
+            let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+            if self.start == self.input.len() {
+                self.input.clear();
+                self.start = 0;
+            } else if self.start > self.input.len() / 2 {
+                self.input.drain(..self.start);
+                self.start = 0;
+            }
+            let filled = self.input.len();
+            self.input.resize(filled + READ_CHUNK, 0);
+            let read = stream.read(&mut self.input[filled..]);
+            self.input.truncate(filled + *read.as_ref().unwrap_or(&0));
+            match read {
+                Ok(0) => return Err(Failure::Reset),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Failure::from_io(&e)),
+            }
+            self.deliver_complete(&mut deliver)?;
+        }
+        Ok(())
+    }
+
+    fn deliver_complete(&mut self, deliver: &mut impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
+        while self.start < self.input.len() {
+            let Some(&head) = self.outstanding.front() else {
+                // Bytes nobody asked for: the stream cannot be trusted.
+                return Err(Failure::BadReply);
+            };
+            if !self.parser_primed {
+                self.parser.reset(head.expect);
+                self.parser_primed = true;
+            }
+            match self.parser.parse(&self.input[self.start..]) {
+                Parse::Incomplete => return Ok(()),
+                Parse::Invalid(_) => return Err(Failure::BadReply),
+                Parse::Complete(reply) => {
+                    self.outstanding.pop_front();
+                    self.unsent = self.unsent.min(self.outstanding.len());
+                    self.parser_primed = false;
+                    let bytes = &self.input[self.start..self.start + reply.consumed];
+                    deliver(head, reply, bytes);
+                    self.start += reply.consumed;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The oldest outstanding request's deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.outstanding.front().map(|o| o.deadline)
+    }
+
+    /// Drops the connection; returns what was outstanding on it (each fails with `failure`).
+    pub fn fail(&mut self, registry: &Registry, now: Instant, failed: &mut Vec<Outstanding>) {
+        if let Some(mut stream) = self.stream.take() {
+            let _ = registry.deregister(&mut stream);
+        }
+        self.connected = false;
+        failed.extend(self.outstanding.drain(..));
+        self.unsent = 0;
+        self.output.clear();
+        self.written = 0;
+        self.input.clear();
+        self.start = 0;
+        self.parser_primed = false;
+        self.back_off(now);
+    }
+
+    fn back_off(&mut self, now: Instant) {
+        self.retry_at = Some(now + self.backoff);
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    /// The entries of the last flush (for stamping their send time).
+    pub fn last_sent(&self, count: usize) -> impl Iterator<Item = &Outstanding> {
+        let len = self.outstanding.len();
+        self.outstanding.range(len.saturating_sub(count)..)
+    }
+}
