@@ -17,6 +17,7 @@
 //! Routing, the protocol and the measurement types are shared by every engine: an engine is a
 //! scheduler around those pure parts.
 
+pub mod buffer;
 pub mod config;
 pub mod evented;
 pub mod failure;

@@ -5,7 +5,7 @@
 //! in order. It answers `version`, `verbosity`, `stats` and `quit` itself, and it finishes
 //! writing replies a worker could not write at once (a worker never waits on a slow client).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 use slab::Slab;
 
+use crate::buffer::{Filled, ReadBuffer};
 use crate::job::Job;
 use crate::local::LocalAnswers;
 use crate::metrics::{Kind, Outcome, Recorder, Timestamps};
@@ -31,9 +32,8 @@ const MAX_BUFFERED: usize = 4 * 1024 * 1024;
 
 struct Client {
     socket: Arc<TcpStream>,
-    /// Bytes read and not yet parsed: `input[start..]`.
-    input: Vec<u8>,
-    start: usize,
+    /// Bytes read and not yet parsed.
+    input: ReadBuffer,
     /// When the read that brought `input[start]` happened.
     arrival: Instant,
     /// Bytes still to discard (the data block of a value that was too large).
@@ -54,15 +54,11 @@ struct Client {
 
 impl Client {
     fn pending(&self) -> &[u8] {
-        &self.input[self.start..]
+        self.input.pending()
     }
 
     fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.input.len() {
-            self.input.clear();
-            self.start = 0;
-        }
+        self.input.consume(n);
     }
 
     fn done(&self) -> bool {
@@ -148,7 +144,7 @@ impl NetThread {
                     WAKER => {}
                     Token(slot) => {
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.read(slot);
+                            self.read(slot, event.is_read_closed() || event.is_error());
                         }
                         if event.is_writable() {
                             self.flush(slot);
@@ -191,8 +187,7 @@ impl NetThread {
                     }
                     entry.insert(Client {
                         socket: Arc::new(stream),
-                        input: Vec::with_capacity(READ_CHUNK),
-                        start: 0,
+                        input: ReadBuffer::new(READ_CHUNK),
                         arrival: Instant::now(),
                         skip: 0,
                         output: Vec::new(),
@@ -214,33 +209,30 @@ impl NetThread {
         }
     }
 
-    fn read(&mut self, slot: usize) {
+    /// Reads what the client sent; `to_eof` when the poller saw its side close (a short read
+    /// then does not mean there is nothing more: the EOF is still to be read).
+    fn read(&mut self, slot: usize, to_eof: bool) {
         let Some(client) = self.clients.get_mut(slot) else { return };
         if client.eof || client.broken {
             return;
         }
         loop {
-            if client.input.len() - client.start > MAX_BUFFERED {
+            if client.input.len() > MAX_BUFFERED {
                 client.read_paused = true;
                 return;
             }
-            if client.start == client.input.len() {
-                client.input.clear();
-                client.start = 0;
-            }
-            let was_empty = client.start == client.input.len();
-            let filled = client.input.len();
-            client.input.resize(filled + READ_CHUNK, 0);
-            let result = (&*client.socket).read(&mut client.input[filled..]);
-            client.input.truncate(filled + *result.as_ref().unwrap_or(&0));
-            match result {
-                Ok(0) => {
+            let was_empty = client.input.is_empty();
+            match client.input.read_from(&mut &*client.socket) {
+                Ok(Filled::Eof) => {
                     client.eof = true;
                     return;
                 }
-                Ok(_) => {
+                Ok(Filled::Bytes { drained }) => {
                     if was_empty {
                         client.arrival = Instant::now();
+                    }
+                    if drained && !to_eof {
+                        return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -290,7 +282,7 @@ impl NetThread {
                         let quit = request.command == Command::Quit;
                         if !request.noreply && !quit {
                             let queue_len = self.queue.len();
-                            self.local.answer(&request, &client.input[client.start..], queue_len, &mut client.output);
+                            self.local.answer(&request, client.input.pending(), queue_len, &mut client.output);
                         }
                         client.consume(consumed);
                         client.closing |= quit;
@@ -332,7 +324,7 @@ impl NetThread {
         let Some(client) = self.clients.get_mut(slot) else { return };
         if client.read_paused && client.pending().len() <= MAX_BUFFERED {
             client.read_paused = false;
-            self.read(slot);
+            self.read(slot, false);
         }
     }
 

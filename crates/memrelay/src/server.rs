@@ -5,13 +5,14 @@
 //! the next use reconnects after a backoff that doubles up to a ceiling; while a server is in
 //! backoff, requests for it fail at once instead of waiting.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
 pub use crate::failure::Failure;
+use crate::buffer::{Filled, ReadBuffer};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -23,8 +24,8 @@ pub struct ServerConn {
     timeout: Duration,
     retry_at: Option<Instant>,
     backoff: Duration,
-    /// Reply bytes; after [`ServerConn::receive`] the reply is `input[..reply.consumed]`.
-    pub input: Vec<u8>,
+    /// Reply bytes; after [`ServerConn::receive`] the reply is `input.pending()[..reply.consumed]`.
+    pub input: ReadBuffer,
     parser: ReplyParser,
     /// Scratch for a request composed for this server alone (a sub-get).
     pub output: Vec<u8>,
@@ -40,7 +41,7 @@ impl ServerConn {
             timeout,
             retry_at: None,
             backoff: FIRST_BACKOFF,
-            input: Vec::with_capacity(READ_CHUNK),
+            input: ReadBuffer::new(READ_CHUNK),
             parser: ReplyParser::new(Expect::Line),
             output: Vec::new(),
             reply: None,
@@ -66,20 +67,16 @@ impl ServerConn {
     fn read_reply(&mut self, deadline: Instant) -> Result<Reply, Failure> {
         let stream = self.stream.as_mut().ok_or(Failure::Unavailable)?;
         loop {
-            match self.parser.parse(&self.input) {
+            match self.parser.parse(self.input.pending()) {
                 Parse::Complete(reply) => return Ok(reply),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
                 Parse::Incomplete => {}
             }
             let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero());
             stream.set_read_timeout(Some(left.ok_or(Failure::Timeout)?)).map_err(|e| Failure::from_io(&e))?;
-            let filled = self.input.len();
-            self.input.resize(filled + READ_CHUNK, 0);
-            let read = stream.read(&mut self.input[filled..]);
-            self.input.truncate(filled + *read.as_ref().unwrap_or(&0));
-            match read {
-                Ok(0) => return Err(Failure::Reset),
-                Ok(_) => {}
+            match self.input.read_from(stream) {
+                Ok(Filled::Eof) => return Err(Failure::Reset),
+                Ok(Filled::Bytes { .. }) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Failure::from_io(&e)),
             }

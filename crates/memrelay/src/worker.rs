@@ -203,7 +203,7 @@ impl Worker {
         let servers = &self.servers;
         let body = |s: usize| {
             let reply = last_reply(&servers[s]);
-            &servers[s].input[..reply.body_end]
+            &servers[s].input.pending()[..reply.body_end]
         };
         let hits = coalesce(request.keys(&job.input), &self.route.key_owner, body, &mut self.cursors, &mut job.reply);
         job.reply.extend_from_slice(compose::END);
@@ -245,7 +245,7 @@ impl Worker {
     fn relay(&self, server: usize, request: &Request, job: &mut Job) -> Outcome {
         let conn = &self.servers[server];
         let reply = last_reply(conn);
-        job.reply.extend_from_slice(&conn.input[..reply.consumed]);
+        job.reply.extend_from_slice(&conn.input.pending()[..reply.consumed]);
         let keys = request.key_count as u32;
         let error = reply.status.is_error();
         if request.command.is_retrieval() && reply.status == Status::End {

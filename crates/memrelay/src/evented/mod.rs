@@ -16,7 +16,7 @@ mod inflight;
 mod upstream;
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,6 +29,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use socket2::{Domain, Socket, Type};
 
+use crate::buffer::{Filled, ReadBuffer};
 use crate::config::{Config, Distribution};
 use crate::local::{LiveTotals, LocalAnswers};
 use crate::metrics::{kind_of, Outcome, Recorder, Timestamps, WindowClock};
@@ -113,8 +114,7 @@ fn reuse_port_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 
 struct Client {
     socket: TcpStream,
-    input: Vec<u8>,
-    start: usize,
+    input: ReadBuffer,
     arrival: Instant,
     skip: usize,
     output: Vec<u8>,
@@ -129,15 +129,11 @@ struct Client {
 
 impl Client {
     fn pending(&self) -> &[u8] {
-        &self.input[self.start..]
+        self.input.pending()
     }
 
     fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.input.len() {
-            self.input.clear();
-            self.start = 0;
-        }
+        self.input.consume(n);
     }
 }
 
@@ -248,12 +244,12 @@ impl EventLoop {
                             self.upstream_writable(server);
                         }
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.upstream_readable(server);
+                            self.upstream_readable(server, event.is_read_closed() || event.is_error());
                         }
                     }
                     Token(slot) => {
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.read_client(slot);
+                            self.read_client(slot, event.is_read_closed() || event.is_error());
                         }
                         if event.is_writable() {
                             self.flush_client(slot);
@@ -309,8 +305,7 @@ impl EventLoop {
                     }
                     entry.insert(Client {
                         socket,
-                        input: Vec::with_capacity(READ_CHUNK),
-                        start: 0,
+                        input: ReadBuffer::new(READ_CHUNK),
                         arrival: Instant::now(),
                         skip: 0,
                         output: Vec::new(),
@@ -330,7 +325,9 @@ impl EventLoop {
         }
     }
 
-    fn read_client(&mut self, slot: usize) {
+    /// Reads what the client sent; `to_eof` when the poller saw its side close (a short read
+    /// then does not mean there is nothing more: the EOF is still to be read).
+    fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(client) = self.clients.get_mut(slot) else { return };
         if client.eof || client.broken {
             return;
@@ -340,22 +337,20 @@ impl EventLoop {
                 // Enough queued: read again once replies drain (pump calls back).
                 return;
             }
-            if client.start == client.input.len() {
-                client.input.clear();
-                client.start = 0;
-            }
-            let was_empty = client.start == client.input.len();
-            let filled = client.input.len();
-            client.input.resize(filled + READ_CHUNK, 0);
-            let result = client.socket.read(&mut client.input[filled..]);
-            client.input.truncate(filled + *result.as_ref().unwrap_or(&0));
-            match result {
-                Ok(0) => {
+            let was_empty = client.input.is_empty();
+            match client.input.read_from(&mut client.socket) {
+                Ok(Filled::Eof) => {
                     client.eof = true;
                     return;
                 }
-                Ok(_) if was_empty => client.arrival = Instant::now(),
-                Ok(_) => {}
+                Ok(Filled::Bytes { drained }) => {
+                    if was_empty {
+                        client.arrival = Instant::now();
+                    }
+                    if drained && !to_eof {
+                        return;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
@@ -408,7 +403,7 @@ impl EventLoop {
             // Reading may have stopped at the in-flight limit with bytes left in the socket.
             let pending = self.clients[slot].pending().len();
             if pending <= READ_CHUNK {
-                self.read_client(slot);
+                self.read_client(slot, false);
                 if self.clients[slot].pending().len() > pending {
                     return self.pump(slot);
                 }
@@ -579,13 +574,13 @@ impl EventLoop {
         }
     }
 
-    fn upstream_readable(&mut self, server: usize) {
+    fn upstream_readable(&mut self, server: usize, to_eof: bool) {
         // Replies are recorded into their entries first; entries whose last reply came are
         // completed afterwards, since completing may queue new requests on this connection.
         let mut completed = std::mem::take(&mut self.completed);
         completed.clear();
         let inflight = &mut self.inflight;
-        let result = self.upstreams[server].on_readable(|outstanding, reply, bytes| {
+        let result = self.upstreams[server].on_readable(to_eof, |outstanding, reply, bytes| {
             let entry = inflight.get_mut(outstanding.request);
             let slot = usize::from(outstanding.slot);
             if entry.generation == outstanding.generation && entry.target_done(slot, TargetResult::Replied(reply), bytes) {

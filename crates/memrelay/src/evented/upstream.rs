@@ -8,7 +8,7 @@
 //! next request reconnects after a backoff that doubles up to a ceiling.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
+use crate::buffer::{Filled, ReadBuffer};
 use crate::failure::Failure;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -45,8 +46,7 @@ pub struct Upstream {
     outstanding: VecDeque<Outstanding>,
     /// How many entries at the back of `outstanding` have not been flushed yet.
     unsent: usize,
-    input: Vec<u8>,
-    start: usize,
+    input: ReadBuffer,
     parser: ReplyParser,
     parser_primed: bool,
     wants_writable: bool,
@@ -65,8 +65,7 @@ impl Upstream {
             written: 0,
             outstanding: VecDeque::with_capacity(256),
             unsent: 0,
-            input: Vec::with_capacity(READ_CHUNK),
-            start: 0,
+            input: ReadBuffer::new(READ_CHUNK),
             parser: ReplyParser::new(Expect::Line),
             parser_primed: false,
             wants_writable: false,
@@ -168,34 +167,25 @@ impl Upstream {
     }
 
     /// Reads what the server sent and hands every complete reply, with its bytes, to `deliver`.
-    pub fn on_readable(&mut self, mut deliver: impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
+    pub fn on_readable(&mut self, to_eof: bool, mut deliver: impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(()) };
-            if self.start == self.input.len() {
-                self.input.clear();
-                self.start = 0;
-            } else if self.start > self.input.len() / 2 {
-                self.input.drain(..self.start);
-                self.start = 0;
-            }
-            let filled = self.input.len();
-            self.input.resize(filled + READ_CHUNK, 0);
-            let read = stream.read(&mut self.input[filled..]);
-            self.input.truncate(filled + *read.as_ref().unwrap_or(&0));
-            match read {
-                Ok(0) => return Err(Failure::Reset),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            let drained = match self.input.read_from(stream) {
+                Ok(Filled::Eof) => return Err(Failure::Reset),
+                Ok(Filled::Bytes { drained }) => drained,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Failure::from_io(&e)),
-            }
+            };
             self.deliver_complete(&mut deliver)?;
+            if drained && !to_eof {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     fn deliver_complete(&mut self, deliver: &mut impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
-        while self.start < self.input.len() {
+        while !self.input.is_empty() {
             let Some(&head) = self.outstanding.front() else {
                 // Bytes nobody asked for: the stream cannot be trusted.
                 return Err(Failure::BadReply);
@@ -204,16 +194,15 @@ impl Upstream {
                 self.parser.reset(head.expect);
                 self.parser_primed = true;
             }
-            match self.parser.parse(&self.input[self.start..]) {
+            match self.parser.parse(self.input.pending()) {
                 Parse::Incomplete => return Ok(()),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
                 Parse::Complete(reply) => {
                     self.outstanding.pop_front();
                     self.unsent = self.unsent.min(self.outstanding.len());
                     self.parser_primed = false;
-                    let bytes = &self.input[self.start..self.start + reply.consumed];
-                    deliver(head, reply, bytes);
-                    self.start += reply.consumed;
+                    deliver(head, reply, &self.input.pending()[..reply.consumed]);
+                    self.input.consume(reply.consumed);
                 }
             }
         }
@@ -236,7 +225,6 @@ impl Upstream {
         self.output.clear();
         self.written = 0;
         self.input.clear();
-        self.start = 0;
         self.parser_primed = false;
         self.back_off(now);
     }

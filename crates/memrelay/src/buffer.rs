@@ -1,0 +1,109 @@
+//! A read buffer for sockets: `data[start..end]` holds bytes read and not yet consumed.
+//!
+//! The room after `end` stays allocated between reads and is never zeroed again (a plain
+//! `Vec::resize` before each read would memset the whole read chunk every time); consumed bytes
+//! are reclaimed by moving the unread tail to the front only when room runs out.
+
+use std::io::{self, Read};
+
+pub struct ReadBuffer {
+    data: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Least free room offered to a read.
+    chunk: usize,
+}
+
+/// What one read did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filled {
+    /// Bytes arrived; `drained` when the read did not fill the room offered, so the socket had
+    /// nothing more at that moment (an edge-triggered poller reports anything that comes later).
+    Bytes { drained: bool },
+    /// The peer closed its side.
+    Eof,
+}
+
+impl ReadBuffer {
+    pub fn new(chunk: usize) -> ReadBuffer {
+        ReadBuffer { data: vec![0; chunk], start: 0, end: 0, chunk }
+    }
+
+    pub fn pending(&self) -> &[u8] {
+        &self.data[self.start..self.end]
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.len());
+        self.start += n;
+        if self.start == self.end {
+            self.clear();
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// One read from `source` into the free room (made at least one chunk large first).
+    pub fn read_from(&mut self, source: &mut impl Read) -> io::Result<Filled> {
+        if self.data.len() - self.end < self.chunk {
+            self.make_room();
+        }
+        let room = self.data.len() - self.end;
+        let n = source.read(&mut self.data[self.end..])?;
+        if n == 0 {
+            return Ok(Filled::Eof);
+        }
+        self.end += n;
+        Ok(Filled::Bytes { drained: n < room })
+    }
+
+    fn make_room(&mut self) {
+        if self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.data.len() - self.end < self.chunk {
+            let grown = (self.data.len() * 2).max(self.end + self.chunk);
+            self.data.resize(grown, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_consumes_and_reuses_room() {
+        let mut buffer = ReadBuffer::new(8);
+        let mut source: &[u8] = b"hello world, and more";
+        assert_eq!(buffer.read_from(&mut source).unwrap(), Filled::Bytes { drained: false });
+        assert_eq!(buffer.pending(), b"hello wo");
+        buffer.consume(6);
+        assert_eq!(buffer.pending(), b"wo");
+        while let Filled::Bytes { .. } = buffer.read_from(&mut source).unwrap() {}
+        assert_eq!(buffer.pending(), b"world, and more");
+        buffer.consume(buffer.len());
+        assert!(buffer.is_empty());
+    }
+
+    #[test]
+    fn a_short_read_is_drained() {
+        let mut buffer = ReadBuffer::new(64);
+        let mut source: &[u8] = b"abc";
+        assert_eq!(buffer.read_from(&mut source).unwrap(), Filled::Bytes { drained: true });
+        assert_eq!(buffer.read_from(&mut source).unwrap(), Filled::Eof);
+    }
+}
