@@ -162,14 +162,19 @@ def start_targets(procs: Processes, work: Path, memcached_port: int, which: list
             )
             argv = [find("nutcracker", "run `make deps`"), "-c", str(conf), "-s", str(free_port()), "-o", str(work / "nutcracker.log")]
         elif name.startswith("memrelay"):
+            # memrelay-ENGINE[/N][+stats]: N workers (pool) or event threads (evented).
             engine, _, stats = name.removeprefix("memrelay-").partition("+")
+            engine, _, count = engine.partition("/")
             argv = [memrelay, "--engine", engine, "--listen", f"127.0.0.1:{port}", "--server", f"127.0.0.1:{memcached_port}"]
-            argv += ["--workers", "16"] if engine == "pool" else ["--threads", "2"]
+            if engine == "pool":
+                argv += ["--workers", count or "16"]
+            else:
+                argv += ["--threads", count or str(os.cpu_count() or 1)]
             if stats == "stats":
-                argv += ["--stats-dir", str(work / f"stats-{engine}")]
+                argv += ["--stats-dir", str(work / f"stats-{engine}-{count}")]
         else:
             raise ValueError(name)
-        proc = procs.start(argv, work / f"{name}.log")
+        proc = procs.start(argv, work / f"{name.replace('/', '-')}.log")
         wait_for_port(port)
         targets[name] = (port, proc.pid)
     return targets
@@ -181,6 +186,7 @@ def main() -> int:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--rows", default=None, help="comma-separated row names (default: all)")
     parser.add_argument("--measurement-cost", action="store_true", help="memrelay with and without --stats-dir")
+    parser.add_argument("--targets", default=None, help="comma-separated targets, e.g. twemproxy,memrelay-evented/1")
     parser.add_argument("--json-out", type=Path, default=ROOT / "results" / "bench" / "proxies.json")
     args = parser.parse_args()
 
@@ -195,6 +201,9 @@ def main() -> int:
         names = ["memcached", "twemproxy", "memrelay-pool", "memrelay-evented"]
         baseline = "twemproxy"
 
+    if args.targets:
+        names = args.targets.split(",")
+        baseline = baseline if baseline in names else None
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     samples: dict[tuple[str, str], list[dict]] = {}
