@@ -24,6 +24,12 @@ from ._stats import (
     mean_confidence_interval,
     weighted_mean,
 )
+from ._expand import Configuration, Run, expand, placement, plan
+from ._hdr import HdrHistogram
+from ._hosts import Host, LocalHost
+from ._load import Results, load
+from ._runner import ExperimentSummary, Interrupted, run_experiment
+from ._spec import Experiment, SpecError, load_experiment, parse_experiment
 
 __all__ = [
     # _stats: means and confidence intervals over repetitions
@@ -59,4 +65,23 @@ __all__ = [
     "interactive_law",
     "interactive_law_frame",
     "think_time_from_law",
+    # experiments: files, runs, running, results
+    "Configuration",
+    "Experiment",
+    "ExperimentSummary",
+    "HdrHistogram",
+    "Host",
+    "Interrupted",
+    "LocalHost",
+    "Results",
+    "Run",
+    "SpecError",
+    "expand",
+    "load",
+    "load_experiment",
+    "parse_experiment",
+    "placement",
+    "plan",
+    "run_experiment",
 ]
+

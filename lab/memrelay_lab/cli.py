@@ -6,6 +6,7 @@ Subcommands (each registered by its own `_add_*_parser` function):
     memrelay-lab model mmm --arrival-rate L --service-rate MU --servers M
     memrelay-lab model mva FILE
     memrelay-lab factorial FILE.csv --response COL --factors A,B,C [--log] [--level 0.95]
+    memrelay-lab run FILE [--out DIR] [--profile quick] [--resume] [--dry-run]   (see _cli_run)
 
 Output is JSON on stdout (`--format table` prints tables for humans). Rates are per
 second and times come out in seconds, unless the inputs use another unit consistently.
@@ -44,6 +45,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._cli_run import add_run_parser
 from ._factorial import read_factorial_csv
 from ._mva import Center, asymptotic_bounds, mva
 from ._queueing import DEFAULT_PERCENTILES, mm1, mmm
@@ -75,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_model_parser(subparsers)
     _add_factorial_parser(subparsers)
-    # `run` (execute an experiment design) and `report` (tables, plots, report.html) are
-    # registered here, each by its own _add_run_parser(subparsers) / _add_report_parser(subparsers).
+    add_run_parser(subparsers)  # `run`: execute an experiment design (_cli_run.py)
+    # `report` (tables, plots, report.html) is registered here by its own _add_report_parser(subparsers).
     return parser
 
 

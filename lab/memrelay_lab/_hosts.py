@@ -1,0 +1,195 @@
+"""Where processes run: the small :class:`Host` interface and its one implementation, :class:`LocalHost`.
+
+The experiment logic only ever asks a host to *start* a command (its output going to a log
+file on that host), to *poll*/*wait* for it, to *stop* it, to *fetch* a file it wrote, and for
+a free TCP port and the address others reach it at. A remote host (ssh, a container, a cloud
+VM) implements the same methods; nothing else changes.
+
+LocalHost starts every process in a new session (its own process group, ``start_new_session``)
+so that stopping it stops everything it forked, and so that a Ctrl-C in the terminal reaches
+only the lab, which then stops its children in order. On Linux each child also gets
+PR_SET_PDEATHSIG = SIGKILL, so even a lab killed with SIGKILL leaves nothing behind. Every
+process started and not yet reaped is tracked, and :meth:`LocalHost.stop_all` ends them all.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Host", "LocalHost", "ProcessHandle"]
+
+
+@dataclass
+class ProcessHandle:
+    """A process a host started: enough to poll it, stop it and find its log."""
+
+    name: str
+    argv: list[str]
+    pid: int
+    log_path: Path
+    started_unix: float
+    returncode: int | None = None
+    stopped_by_us: bool = False
+    _popen: subprocess.Popen | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "argv": self.argv,
+            "pid": self.pid,
+            "log": str(self.log_path),
+            "started_unix": self.started_unix,
+            "returncode": self.returncode,
+            "stopped_by_lab": self.stopped_by_us,
+        }
+
+
+class Host(ABC):
+    """A machine the lab can start processes on."""
+
+    name: str
+    #: The address other processes use to reach listeners on this host.
+    address: str
+
+    @abstractmethod
+    def start(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessHandle:
+        """Start ``argv``; stdout and stderr go to ``log_path`` (a path on this host)."""
+
+    @abstractmethod
+    def poll(self, handle: ProcessHandle) -> int | None:
+        """The exit status if the process ended, else None."""
+
+    @abstractmethod
+    def wait(self, handle: ProcessHandle, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds; the exit status, or None if still running."""
+
+    @abstractmethod
+    def stop(self, handle: ProcessHandle, grace: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
+        """Send ``sig`` to the process group, wait ``grace`` seconds, then SIGKILL it. Exit status."""
+
+    @abstractmethod
+    def fetch(self, remote_path: Path, local_path: Path) -> Path | None:
+        """Copy a file the processes wrote on this host to the lab's machine (None if missing)."""
+
+    @abstractmethod
+    def free_port(self) -> int:
+        """A TCP port that is free on this host right now."""
+
+    @abstractmethod
+    def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
+        """Stop every process this host started that is still running; returns them."""
+
+
+class LocalHost(Host):
+    """This machine, processes on the loopback interface."""
+
+    def __init__(self, address: str = "127.0.0.1", name: str = "local"):
+        self.name = name
+        self.address = address
+        self._live: dict[int, ProcessHandle] = {}
+
+    def start(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessHandle:
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=None if env is None else {**os.environ, **env},
+                preexec_fn=_die_with_parent if _prctl is not None else None,
+            )
+        handle = ProcessHandle(name, list(argv), popen.pid, log_path, time.time(), _popen=popen)
+        self._live[popen.pid] = handle
+        return handle
+
+    def poll(self, handle: ProcessHandle) -> int | None:
+        if handle.returncode is None and handle._popen is not None:
+            handle.returncode = handle._popen.poll()
+            if handle.returncode is not None:
+                self._reaped(handle)
+        return handle.returncode
+
+    def wait(self, handle: ProcessHandle, timeout: float) -> int | None:
+        if handle.returncode is None and handle._popen is not None:
+            try:
+                handle.returncode = handle._popen.wait(timeout=max(timeout, 0.0))
+            except subprocess.TimeoutExpired:
+                return None
+            self._reaped(handle)
+        return handle.returncode
+
+    def stop(self, handle: ProcessHandle, grace: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
+        if self.poll(handle) is None:
+            handle.stopped_by_us = True
+            _signal_group(handle.pid, sig)
+            if self.wait(handle, grace) is None:
+                _signal_group(handle.pid, signal.SIGKILL)
+                self.wait(handle, 5.0)
+        return handle.returncode
+
+    def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
+        live = [h for h in list(self._live.values()) if self.poll(h) is None]
+        for handle in live:
+            handle.stopped_by_us = True
+            _signal_group(handle.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for handle in live:
+            self.wait(handle, deadline - time.monotonic())
+        for handle in live:
+            _signal_group(handle.pid, signal.SIGKILL)
+            self.wait(handle, 5.0)
+        return live
+
+    def fetch(self, remote_path: Path, local_path: Path) -> Path | None:
+        remote_path, local_path = Path(remote_path), Path(local_path)
+        if not remote_path.exists():
+            return None
+        if remote_path.resolve() != local_path.resolve():
+            local_path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(remote_path, local_path)
+        return local_path
+
+    def free_port(self) -> int:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((self.address, 0))
+            return probe.getsockname()[1]
+
+    @property
+    def live(self) -> list[ProcessHandle]:
+        """Processes started and not yet seen to exit."""
+        return [h for h in self._live.values() if self.poll(h) is None]
+
+    def _reaped(self, handle: ProcessHandle) -> None:
+        self._live.pop(handle.pid, None)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # the child leads its own session, so its group id is its pid
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_PR_SET_PDEATHSIG = 1
+try:  # resolved here, not in the child: no dlopen between fork and exec
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
