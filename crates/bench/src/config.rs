@@ -227,13 +227,15 @@ impl Config {
         let span = (args.key_maximum - args.key_minimum) as f64;
         let key_stddev = args.key_stddev.unwrap_or(span / 6.0);
         let key_median = args.key_median.unwrap_or((args.key_minimum as f64 + args.key_maximum as f64) / 2.0);
-        if !(key_stddev.is_finite() && key_stddev >= 0.0) || !key_median.is_finite() {
+        if !(key_stddev.is_finite() && key_stddev >= 0.0 && key_median.is_finite()) {
             return usage("--key-stddev and --key-median must be finite, the deviation not negative".into());
         }
         if !(args.key_zipf_exp.is_finite() && args.key_zipf_exp > 0.0 && args.key_zipf_exp < 100.0) {
             return usage("--key-zipf-exp must be positive (and below 100)".into());
         }
-        for (name, value) in [("--grace", args.grace), ("--timeout", args.timeout), ("--connect-timeout", args.connect_timeout)] {
+        for (name, value) in
+            [("--grace", args.grace), ("--timeout", args.timeout), ("--connect-timeout", args.connect_timeout)]
+        {
             if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
                 return usage(format!("{name} must be a positive number of seconds"));
             }
@@ -347,9 +349,8 @@ fn resolve(server: &str) -> Result<SocketAddr, ConfigError> {
     }
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port: u16 = port.parse().expect("checked above");
-    let mut found = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| ConfigError::Resolve(format!("cannot resolve {server}: {e}")))?;
+    let mut found =
+        (host, port).to_socket_addrs().map_err(|e| ConfigError::Resolve(format!("cannot resolve {server}: {e}")))?;
     found.next().ok_or_else(|| ConfigError::Resolve(format!("cannot resolve {server}: no address")))
 }
 
@@ -404,7 +405,8 @@ mod tests {
             &["--ratio", "x"],
             &["--key-minimum", "5", "--key-maximum", "4"],
             &["--server", "nohostport"],
-            &["--rate", "-1"],
+            &["--rate=-1"],
+            &["--rate", "0"],
             &["--pipeline", "0"],
             &["--key-prefix", "a b"],
         ] {

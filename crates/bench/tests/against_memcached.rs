@@ -1,0 +1,534 @@
+//! Black-box tests: the built `memrelay-bench` binary against real memcached servers. Every
+//! count checked comes from the server's own `stats` (or from the options given), not from the
+//! code under test.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+const BENCH: &str = env!("CARGO_BIN_EXE_memrelay-bench");
+
+/// A child process killed when dropped (also when a test panics).
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Memcached {
+    guard: Guard,
+    port: u16,
+}
+
+impl Memcached {
+    fn start() -> Memcached {
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new("memcached");
+            cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64", "-t", "1"]);
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                cmd.args(["-u", "root"]);
+            }
+            let guard = Guard(cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("memcached installed"));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut server = Memcached { guard, port };
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = server.guard.0.try_wait() {
+                    break; // port taken in the meantime: try another
+                }
+                if TcpStream::connect(server.addr()).is_ok() {
+                    return server;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            drop(server);
+        }
+        panic!("memcached did not start");
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn stats(&self) -> HashMap<String, u64> {
+        let mut stream = TcpStream::connect(self.addr()).unwrap();
+        stream.write_all(b"stats\r\n").unwrap();
+        let mut stats = HashMap::new();
+        for line in BufReader::new(stream).lines() {
+            let line = line.unwrap();
+            if line == "END" {
+                break;
+            }
+            let mut parts = line.split(' ');
+            if let (Some("STAT"), Some(name), Some(value)) = (parts.next(), parts.next(), parts.next()) {
+                if let Ok(v) = value.parse() {
+                    stats.insert(name.to_string(), v);
+                }
+            }
+        }
+        stats
+    }
+
+    fn kill(&mut self) {
+        let _ = self.guard.0.kill();
+        let _ = self.guard.0.wait();
+    }
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stderr: String,
+    json: Option<Value>,
+    elapsed: Duration,
+}
+
+fn start_bench(args: &[&str], json: &Path) -> Guard {
+    Guard(
+        Command::new(BENCH)
+            .args(args)
+            .arg("--json-out")
+            .arg(json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits for the bench, failing the test if it runs past `limit`.
+fn finish(mut guard: Guard, json: &Path, started: Instant, limit: Duration) -> Outcome {
+    loop {
+        if let Some(status) = guard.0.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(guard.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            let json = std::fs::read(json).ok().map(|b| serde_json::from_slice(&b).expect("valid JSON"));
+            return Outcome { status, stderr, json, elapsed: started.elapsed() };
+        }
+        assert!(started.elapsed() < limit, "memrelay-bench still running after {limit:?}: a hang");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn bench(args: &[&str]) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let started = Instant::now();
+    finish(start_bench(args, &json), &json, started, Duration::from_secs(30))
+}
+
+fn delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>, name: &str) -> u64 {
+    after[name] - before[name]
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+#[test]
+fn counts_hits_and_misses_equal_the_servers_stats() {
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&[
+        "--server",
+        &addr,
+        "--threads",
+        "2",
+        "--clients",
+        "4",
+        "--requests",
+        "500",
+        "--ratio",
+        "1:3",
+        "--key-maximum",
+        "199",
+        "--data-size",
+        "100",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let after = mc.stats();
+    let j = out.json.unwrap();
+    // 8 clients x 500 requests, one set in every 4 requests: exact, since the ratio counts requests.
+    assert_eq!(u(&j["set"]["count"]), 8 * 500 / 4);
+    assert_eq!(u(&j["get"]["count"]), 8 * 500 * 3 / 4);
+    assert_eq!(u(&j["totals"]["count"]), 8 * 500);
+    assert_eq!(u(&j["set"]["count"]), delta(&before, &after, "cmd_set"));
+    assert_eq!(u(&j["get"]["keys"]), delta(&before, &after, "cmd_get"));
+    assert_eq!(u(&j["totals"]["hits"]), delta(&before, &after, "get_hits"));
+    assert_eq!(u(&j["totals"]["misses"]), delta(&before, &after, "get_misses"));
+    assert!(u(&j["totals"]["hits"]) > 0 && u(&j["totals"]["misses"]) > 0);
+    assert_eq!(u(&j["totals"]["errors"]), 0);
+    check_json_shape(&j);
+}
+
+#[test]
+fn populate_then_read_only_has_no_misses() {
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&[
+        "--server",
+        &addr,
+        "--threads",
+        "2",
+        "--clients",
+        "5",
+        "--populate",
+        "--key-minimum",
+        "1",
+        "--key-maximum",
+        "1000",
+        "--data-size",
+        "1024",
+        "--ratio",
+        "0:1",
+        "--test-time",
+        "1",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let after = mc.stats();
+    let j = out.json.unwrap();
+    // Every key of 1..=1000 written exactly once.
+    assert_eq!(u(&j["populate"]["set"]["count"]), 1000);
+    assert_eq!(delta(&before, &after, "cmd_set"), 1000);
+    assert_eq!(after["curr_items"], 1000);
+    let gets = u(&j["get"]["count"]);
+    assert!(gets > 100, "{gets}");
+    assert_eq!(u(&j["totals"]["misses"]), 0);
+    assert_eq!(delta(&before, &after, "get_misses"), 0);
+    assert_eq!(u(&j["totals"]["hits"]), delta(&before, &after, "get_hits"));
+    assert_eq!(u(&j["totals"]["hits"]), gets);
+    assert_eq!(u(&j["set"]["count"]), 0);
+}
+
+#[test]
+fn every_multiget_asks_exactly_k_keys() {
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&[
+        "--server",
+        &addr,
+        "--threads",
+        "1",
+        "--clients",
+        "4",
+        "--requests",
+        "300",
+        "--ratio",
+        "1:2",
+        "--multiget",
+        "7",
+        "--key-maximum",
+        "99",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let after = mc.stats();
+    let j = out.json.unwrap();
+    let multigets = u(&j["multiget"]["count"]);
+    assert_eq!(multigets, 4 * 300 * 2 / 3);
+    assert_eq!(u(&j["get"]["count"]), 0);
+    // memcached's cmd_get counts keys.
+    assert_eq!(delta(&before, &after, "cmd_get"), 7 * multigets);
+    assert_eq!(u(&j["multiget"]["keys"]), 7 * multigets);
+    assert_eq!(delta(&before, &after, "cmd_set"), u(&j["set"]["count"]));
+    assert_eq!(u(&j["multiget"]["hits"]), delta(&before, &after, "get_hits"));
+    assert_eq!(u(&j["multiget"]["misses"]), delta(&before, &after, "get_misses"));
+}
+
+#[test]
+fn pipelined_clients_are_counted_exactly() {
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&[
+        "--server",
+        &addr,
+        "--threads",
+        "1",
+        "--clients",
+        "16",
+        "--pipeline",
+        "16",
+        "--requests",
+        "2000",
+        "--ratio",
+        "1:1",
+        "--key-maximum",
+        "499",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let after = mc.stats();
+    let j = out.json.unwrap();
+    assert_eq!(u(&j["totals"]["count"]), 16 * 2000);
+    assert_eq!(u(&j["set"]["count"]), delta(&before, &after, "cmd_set"));
+    assert_eq!(u(&j["get"]["keys"]), delta(&before, &after, "cmd_get"));
+    assert_eq!(u(&j["totals"]["hits"]), delta(&before, &after, "get_hits"));
+}
+
+#[test]
+fn connections_are_spread_over_servers_round_robin() {
+    let (a, b) = (Memcached::start(), Memcached::start());
+    let (a0, b0) = (a.stats(), b.stats());
+    let (aa, ba) = (a.addr(), b.addr());
+    let out = bench(&[
+        "--server",
+        &aa,
+        "--server",
+        &ba,
+        "--threads",
+        "2",
+        "--clients",
+        "3",
+        "--requests",
+        "100",
+        "--ratio",
+        "1:0",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    // 6 connections alternate between the two servers: 3 clients x 100 sets each.
+    assert_eq!(delta(&a0, &a.stats(), "cmd_set"), 300);
+    assert_eq!(delta(&b0, &b.stats(), "cmd_set"), 300);
+}
+
+#[test]
+fn open_loop_holds_the_rate() {
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&[
+        "--server",
+        &addr,
+        "--threads",
+        "2",
+        "--clients",
+        "8",
+        "--rate",
+        "2000",
+        "--test-time",
+        "3",
+        "--ratio",
+        "0:1",
+        "--key-maximum",
+        "999",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let j = out.json.unwrap();
+    let count = u(&j["totals"]["count"]) as f64;
+    assert!((count - 6000.0).abs() <= 6000.0 * 0.03, "{count} requests in 3 s at 2000/s");
+    assert_eq!(delta(&before, &mc.stats(), "cmd_get"), count as u64);
+    let intervals = j["intervals"].as_array().unwrap();
+    for i in intervals.iter().filter(|i| i["duration_s"].as_f64() == Some(1.0)) {
+        let ops = i["totals"]["ops_per_sec"].as_f64().unwrap();
+        assert!((ops - 2000.0).abs() <= 2000.0 * 0.05, "second {}: {ops} ops/s", i["second"]);
+    }
+    // Sends due before the end that never went out (a stalled server or CPU): a few at most.
+    assert!(u(&j["backlog"]) <= 60, "{}", j["backlog"]);
+}
+
+#[test]
+fn a_thousand_connections_from_one_process() {
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&[
+        "--server",
+        &addr,
+        "--threads",
+        "2",
+        "--clients",
+        "500",
+        "--test-time",
+        "1",
+        "--ratio",
+        "1:1",
+        "--key-maximum",
+        "999",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let after = mc.stats();
+    let j = out.json.unwrap();
+    assert_eq!(j["config"]["connections"], 1000);
+    assert!(delta(&before, &after, "total_connections") >= 1000);
+    assert_eq!(u(&j["totals"]["errors"]), 0, "{}", out.stderr);
+    assert!(u(&j["totals"]["count"]) >= 1000);
+    assert_eq!(u(&j["set"]["count"]), delta(&before, &after, "cmd_set"));
+}
+
+#[test]
+fn nothing_listening_is_a_one_line_exit_1() {
+    let port = free_port().to_string();
+    let out = bench(&["--server", &format!("127.0.0.1:{port}"), "--test-time", "5", "--quiet"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.elapsed < Duration::from_secs(10));
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot connect to 127.0.0.1:"), "{}", out.stderr);
+}
+
+#[test]
+fn a_server_killed_mid_run_ends_the_run_with_errors() {
+    let mut mc = Memcached::start();
+    let addr = mc.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let started = Instant::now();
+    let child = start_bench(
+        &["--server", &addr, "--threads", "1", "--clients", "4", "--test-time", "20", "--ratio", "1:1", "--quiet"],
+        &json,
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    mc.kill();
+    let out = finish(child, &json, started, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("every connection was lost"), "{}", out.stderr);
+    let j = out.json.expect("the JSON is written anyway");
+    assert_eq!(j["status"], "connections_lost");
+    assert!(u(&j["totals"]["count"]) > 0);
+    assert!(u(&j["errors"]["events"]) >= 4, "one per lost connection");
+    assert!(!j["errors"]["first"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn sigint_ends_the_run_early_and_writes_the_json() {
+    let mc = Memcached::start();
+    let addr = mc.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let started = Instant::now();
+    let child =
+        start_bench(&["--server", &addr, "--threads", "1", "--clients", "2", "--test-time", "30", "--quiet"], &json);
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    let out = finish(child, &json, started, Duration::from_secs(8));
+    assert_eq!(out.status.code(), Some(0), "{}", out.stderr);
+    let j = out.json.expect("the JSON is written");
+    assert_eq!(j["status"], "interrupted");
+    assert!(u(&j["totals"]["count"]) > 0);
+    assert_eq!(u(&j["totals"]["unanswered"]), 0);
+}
+
+#[test]
+fn bad_options_exit_2() {
+    for args in [
+        &["--ratio", "x"][..],
+        &["--multiget", "0"],
+        &["--threads", "0"],
+        &["--test-time", "1", "--requests", "5"],
+        &["--key-minimum", "9", "--key-maximum", "1"],
+        &["--no-such-option"],
+    ] {
+        let out = Command::new(BENCH).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty());
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// Every documented field, with its type (crates/bench/README.md).
+fn check_json_shape(j: &Value) {
+    assert_eq!(j["tool"], "memrelay-bench");
+    assert!(j["version"].is_string());
+    assert_eq!(j["status"], "completed");
+    assert_eq!(j["exit_code"], 0);
+    assert!(j["message"].is_null());
+    assert!(j["start_unix_s"].is_f64());
+    assert!(j["duration_s"].as_f64().unwrap() > 0.0);
+    assert!(j["backlog"].is_null(), "closed loop has no backlog");
+    assert!(j["populate"].is_null());
+    let c = &j["config"];
+    for key in [
+        "threads",
+        "clients",
+        "connections",
+        "multiget",
+        "data_size",
+        "key_minimum",
+        "key_maximum",
+        "seed",
+        "pipeline",
+        "ratio_sets",
+        "ratio_gets",
+    ] {
+        assert!(c[key].is_u64(), "config.{key}");
+    }
+    for key in ["key_stddev", "key_median", "key_zipf_exp", "grace_s", "timeout_s", "connect_timeout_s"] {
+        assert!(c[key].is_f64(), "config.{key}");
+    }
+    for key in ["ratio", "key_prefix", "key_pattern_set", "key_pattern_get", "stop"] {
+        assert!(c[key].is_string(), "config.{key}");
+    }
+    assert!(c["servers"].as_array().unwrap().iter().all(Value::is_string));
+    assert!(c["populate"].is_boolean());
+    assert!(c["rate"].is_null() && c["test_time_s"].is_null() && c["requests"].is_u64());
+
+    let summary = |s: &Value, what: &str| {
+        for key in ["count", "keys", "hits", "misses", "errors", "unanswered"] {
+            assert!(s[key].is_u64(), "{what}.{key}");
+        }
+        assert!(s["ops_per_sec"].is_number(), "{what}.ops_per_sec");
+        let l = &s["latency_us"];
+        for key in ["mean", "min", "max", "p50", "p90", "p99", "p99_9"] {
+            if u(&s["count"]) > 0 {
+                assert!(l[key].is_number(), "{what}.latency_us.{key}");
+            } else {
+                assert!(l[key].is_null(), "{what}.latency_us.{key}");
+            }
+        }
+        if u(&s["count"]) > 0 {
+            let f = |k: &str| l[k].as_f64().unwrap();
+            assert!(f("min") <= f("p50") && f("p50") <= f("p90") && f("p90") <= f("p99"));
+            assert!(f("p99") <= f("p99_9") && f("p99_9") <= f("max") && f("min") <= f("mean"));
+        }
+    };
+    for t in ["totals", "set", "get", "multiget"] {
+        summary(&j[t], t);
+    }
+    let intervals = j["intervals"].as_array().unwrap();
+    assert!(!intervals.is_empty());
+    let mut sum = 0;
+    for (n, i) in intervals.iter().enumerate() {
+        assert_eq!(u(&i["second"]), n as u64);
+        assert!(i["duration_s"].as_f64().unwrap() > 0.0);
+        for t in ["totals", "set", "get", "multiget"] {
+            summary(&i[t], &format!("intervals[{n}].{t}"));
+        }
+        sum += u(&i["totals"]["count"]);
+    }
+    assert_eq!(sum, u(&j["totals"]["count"]), "the time series adds up to the totals");
+
+    let h = &j["histograms"];
+    assert_eq!(h["encoding"], "hdrhistogram-v2-deflate-base64");
+    assert_eq!(h["unit"], "us");
+    assert!(h["lowest"].is_u64() && h["highest"].is_u64() && h["significant_digits"].is_u64());
+    for t in ["totals", "set", "get", "multiget"] {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(h[t].as_str().unwrap()).unwrap();
+        let hist: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+        assert_eq!(hist.len(), u(&j[t]["count"]), "histograms.{t} holds every answered request");
+    }
+    let e = &j["errors"];
+    assert!(e["events"].is_u64() && e["first"].is_array());
+}
