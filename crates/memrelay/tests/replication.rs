@@ -1,0 +1,201 @@
+//! Consistent hashing with a replication factor (seeds 001/002), checked against the servers'
+//! own contents and counters.
+//!
+//! Expected placements come from the ketama ring, which `ketama_vs_twemproxy.rs` checks key by
+//! key against real twemproxy. A key's second replica is computed independently of the replica
+//! walk under test: with equal weights every server keeps its ring points when another is
+//! removed, so the next distinct server clockwise is the primary of the ring without the first.
+
+#[macro_use]
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use common::{delta, wait_for, Memcached, Memrelay};
+use memrelay::ketama::{KeyHash, Ring, RingServer};
+
+macro_rules! suite {
+    ($($engine:ident: $name:literal),*) => {
+        $(
+            engine_tests!($engine: $name;
+                replication_two_of_three_places_keys_on_their_ring_successors,
+                replication_all_and_half,
+                reads_from_primary_reach_only_primaries,
+                any_replica_spreads_reads_over_the_replicas,
+                multiget_is_split_by_owner_and_merged_in_order,
+                failover_serves_reads_while_a_server_is_down,
+            );
+        )*
+    };
+}
+for_each_engine!(suite);
+
+fn servers(n: usize) -> Vec<Memcached> {
+    (0..n).map(|_| Memcached::start()).collect()
+}
+
+fn ring_of(addrs: &[String]) -> Ring {
+    let ring_servers: Vec<RingServer> = addrs.iter().map(|a| RingServer::from_host_port(a, 1).unwrap()).collect();
+    Ring::new(&ring_servers, KeyHash::Md5).unwrap()
+}
+
+/// The key's first `r` replicas as server indexes, each found as the primary of the ring with
+/// the earlier replicas removed.
+fn expected_replicas(addrs: &[String], key: &str, r: usize) -> BTreeSet<usize> {
+    let mut remaining: Vec<usize> = (0..addrs.len()).collect();
+    let mut replicas = BTreeSet::new();
+    for _ in 0..r {
+        let names: Vec<String> = remaining.iter().map(|&i| addrs[i].clone()).collect();
+        let chosen = remaining[ring_of(&names).primary(key.as_bytes())];
+        replicas.insert(chosen);
+        remaining.retain(|&i| i != chosen);
+    }
+    replicas
+}
+
+fn addrs(servers: &[Memcached]) -> Vec<String> {
+    servers.iter().map(Memcached::addr).collect()
+}
+
+fn refs(servers: &[Memcached]) -> Vec<&Memcached> {
+    servers.iter().collect()
+}
+
+fn holders(servers: &[Memcached], key: &str) -> BTreeSet<usize> {
+    (0..servers.len()).filter(|&i| servers[i].get_raw(key).is_some()).collect()
+}
+
+fn replication_two_of_three_places_keys_on_their_ring_successors(engine: &str) {
+    let servers = servers(3);
+    let relay = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama", "--replication", "2"]);
+    let mut client = relay.client();
+    let names = addrs(&servers);
+    for i in 0..150 {
+        let key = format!("user:{i}");
+        assert_eq!(client.set(&key, format!("v{i}").as_bytes()), "STORED\r\n");
+        assert_eq!(holders(&servers, &key), expected_replicas(&names, &key, 2), "placement of {key}");
+    }
+    // Deletes go to the same two replicas.
+    assert_eq!(client.line(b"delete user:7\r\n"), "DELETED\r\n");
+    assert!(holders(&servers, "user:7").is_empty());
+}
+
+fn replication_all_and_half(engine: &str) {
+    let servers = servers(5);
+    let names = addrs(&servers);
+    {
+        let relay = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama", "--replication", "half"]);
+        let mut client = relay.client();
+        for i in 0..40 {
+            let key = format!("half:{i}");
+            assert_eq!(client.set(&key, b"x"), "STORED\r\n");
+            // half of 5 is ⌈5/2⌉ = 3 (seed 001).
+            assert_eq!(holders(&servers, &key), expected_replicas(&names, &key, 3), "placement of {key}");
+        }
+    }
+    let relay = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama", "--replication", "all"]);
+    let mut client = relay.client();
+    for i in 0..20 {
+        let key = format!("all:{i}");
+        assert_eq!(client.set(&key, b"x"), "STORED\r\n");
+        assert_eq!(holders(&servers, &key).len(), 5);
+    }
+}
+
+fn reads_from_primary_reach_only_primaries(engine: &str) {
+    let servers = servers(3);
+    let relay = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama", "--replication", "2"]);
+    let mut client = relay.client();
+    let names = addrs(&servers);
+    let ring = ring_of(&names);
+    let keys: Vec<String> = (0..90).map(|i| format!("k{i}")).collect();
+    for key in &keys {
+        client.set(key, b"v");
+    }
+    let before: Vec<HashMap<String, u64>> = servers.iter().map(Memcached::stats).collect();
+    let mut expected = [0u64; 3];
+    for key in &keys {
+        assert_eq!(client.get(key).len(), 1, "{key} is readable");
+        expected[ring.primary(key.as_bytes())] += 1;
+    }
+    for (i, server) in servers.iter().enumerate() {
+        assert_eq!(delta(&before[i], &server.stats(), "cmd_get"), expected[i], "gets on server {i}");
+    }
+}
+
+fn any_replica_spreads_reads_over_the_replicas(engine: &str) {
+    let servers = servers(3);
+    let args = ["--distribution", "ketama", "--replication", "2", "--read-from", "any-replica"];
+    let relay = Memrelay::start(engine, &refs(&servers), &args);
+    let mut client = relay.client();
+    let names = addrs(&servers);
+    assert_eq!(client.set("hot", b"v"), "STORED\r\n");
+    let replicas = expected_replicas(&names, "hot", 2);
+    let before: Vec<HashMap<String, u64>> = servers.iter().map(Memcached::stats).collect();
+    for _ in 0..100 {
+        assert_eq!(client.get("hot").len(), 1);
+    }
+    let gets: Vec<u64> = (0..3).map(|i| delta(&before[i], &servers[i].stats(), "cmd_get")).collect();
+    assert_eq!(gets.iter().sum::<u64>(), 100);
+    for i in 0..3 {
+        if replicas.contains(&i) {
+            assert!(gets[i] >= 30, "replica {i} served {} of 100 reads: {gets:?}", gets[i]);
+        } else {
+            assert_eq!(gets[i], 0, "server {i} holds no copy: {gets:?}");
+        }
+    }
+}
+
+fn multiget_is_split_by_owner_and_merged_in_order(engine: &str) {
+    let servers = servers(3);
+    let relay = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama"]);
+    let mut client = relay.client();
+    let names = addrs(&servers);
+    let ring = ring_of(&names);
+    let keys: Vec<String> = (0..12).map(|i| format!("mg{i}")).collect();
+    for key in keys.iter().step_by(2) {
+        client.set(key, key.as_bytes());
+    }
+    let before: Vec<HashMap<String, u64>> = servers.iter().map(Memcached::stats).collect();
+    let values = client.get(&keys.join(" "));
+    let expected: Vec<String> = keys.iter().step_by(2).cloned().collect();
+    assert_eq!(values.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), expected, "hits, in the order asked");
+    let mut owned = [0u64; 3];
+    for key in &keys {
+        owned[ring.primary(key.as_bytes())] += 1;
+    }
+    for (i, server) in servers.iter().enumerate() {
+        assert_eq!(delta(&before[i], &server.stats(), "cmd_get"), owned[i], "keys asked of server {i}");
+    }
+}
+
+fn failover_serves_reads_while_a_server_is_down(engine: &str) {
+    let mut servers = servers(3);
+    let args = ["--distribution", "ketama", "--replication", "2", "--failover", "--server-timeout-ms", "500"];
+    let relay = Memrelay::start(engine, &refs(&servers), &args);
+    let mut client = relay.client();
+    let names = addrs(&servers);
+    let ring = ring_of(&names);
+    let keys: Vec<String> = (0..60).map(|i| format!("f{i}")).collect();
+    for key in &keys {
+        assert_eq!(client.set(key, b"v"), "STORED\r\n");
+    }
+    servers[0].kill();
+    let on_dead: Vec<&String> = keys.iter().filter(|k| ring.primary(k.as_bytes()) == 0).collect();
+    assert!(!on_dead.is_empty());
+    for key in &on_dead {
+        assert_eq!(client.get(key).len(), 1, "{key}, whose primary is down, is read from its next replica");
+    }
+    // Without failover the same reads fail with SERVER_ERROR.
+    let plain = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama", "--replication", "2", "--server-timeout-ms", "500"]);
+    let mut plain_client = plain.client();
+    let reply = plain_client.get_reply(&format!("get {}\r\n", on_dead[0]));
+    assert!(String::from_utf8_lossy(&reply).starts_with("SERVER_ERROR"), "{}", common::show(&reply));
+    // The failures are counted per server in `stats`.
+    assert!(wait_for(Duration::from_secs(5), || {
+        let stats = client.request(b"stats\r\n", b"END\r\n");
+        let text = String::from_utf8_lossy(&stats).to_string();
+        text.lines().any(|l| l.starts_with("STAT server_0_failures ") && !l.ends_with(" 0"))
+    }));
+}
