@@ -30,6 +30,19 @@ from ._hosts import Host, LocalHost
 from ._load import Results, load
 from ._runner import ExperimentSummary, Interrupted, run_experiment
 from ._spec import Experiment, SpecError, load_experiment, parse_experiment
+from ._histograms import Histogram, merged_buckets, merged_client_hdr
+from ._model_builder import (
+    Demands,
+    MMTables,
+    NetworkModel,
+    NetworkModelError,
+    measured_demands,
+    mm_tables,
+    models_from_results,
+    network_model,
+)
+from ._report import Report, interactive_law_table, write_report
+from ._summary import ResultsSummary, factorial_factors, summarize
 
 __all__ = [
     # _stats: means and confidence intervals over repetitions
@@ -83,5 +96,23 @@ __all__ = [
     "placement",
     "plan",
     "run_experiment",
+    # reports: statistics per configuration, merged histograms, models from results, report.html
+    "Demands",
+    "Histogram",
+    "MMTables",
+    "NetworkModel",
+    "NetworkModelError",
+    "Report",
+    "ResultsSummary",
+    "factorial_factors",
+    "interactive_law_table",
+    "measured_demands",
+    "merged_buckets",
+    "merged_client_hdr",
+    "mm_tables",
+    "models_from_results",
+    "network_model",
+    "summarize",
+    "write_report",
 ]
 

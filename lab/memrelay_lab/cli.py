@@ -7,6 +7,9 @@ Subcommands (each registered by its own `_add_*_parser` function):
     memrelay-lab model mva FILE
     memrelay-lab factorial FILE.csv --response COL --factors A,B,C [--log] [--level 0.95]
     memrelay-lab run FILE [--out DIR] [--profile quick] [--resume] [--dry-run]   (see _cli_run)
+    memrelay-lab report RESULTS [--out DIR] [--level 0.95] [--tolerance 0.1] [--think-time MS]
+    memrelay-lab model build RESULTS [--variant nested|seed] [--demands each|lowest]
+                                     [--service-rate service-time|peak]
 
 Output is JSON on stdout (`--format table` prints tables for humans). Rates are per
 second and times come out in seconds, unless the inputs use another unit consistently.
@@ -78,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_parser(subparsers)
     _add_factorial_parser(subparsers)
     add_run_parser(subparsers)  # `run`: execute an experiment design (_cli_run.py)
-    # `report` (tables, plots, report.html) is registered here by its own _add_report_parser(subparsers).
+    _add_report_parser(subparsers)
     return parser
 
 
@@ -109,6 +112,8 @@ def _add_model_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     network.add_argument("file", type=Path, metavar="FILE", help="model file, JSON or TOML (see module docs)")
     network.set_defaults(handler=_run_mva)
+
+    _add_model_build_parser(kinds)
 
 
 def _add_percentiles_option(parser: argparse.ArgumentParser) -> None:
@@ -205,6 +210,120 @@ def _number(where: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CliError(f"{where}: '{key}' must be a number, got {value!r}")
     return float(value)
+
+
+def _add_model_build_parser(kinds: argparse._SubParsersAction) -> None:
+    build = kinds.add_parser(
+        "build",
+        help="MVA network, M/M/1 and M/M/m built from a results folder, against the measurements",
+        description="Derive the service demands of the net thread, the worker pool (m = worker threads), the "
+        "servers and the network from a results folder, solve the network with MVA at the measured client "
+        "populations and build M/M/1 and M/M/m models; print predicted against measured (times in ms). "
+        "The derivation is described in memrelay_lab/_model_builder.py.",
+        parents=[_output_options()],
+    )
+    build.add_argument("results", type=Path, metavar="RESULTS", help="results folder written by `run`")
+    build.add_argument(
+        "--variant",
+        choices=("nested", "seed"),
+        default="nested",
+        help="nested (default): the worker pool's demand includes the servers' time; seed: servers as a "
+        "separate delay center after the workers (seed 000 Figure 28)",
+    )
+    build.add_argument(
+        "--demands",
+        choices=("each", "lowest"),
+        default="each",
+        help="each (default): every configuration's own measurements; lowest: those of the lowest client "
+        "count of its group, predicting the others",
+    )
+    build.add_argument(
+        "--service-rate",
+        choices=("service-time", "peak"),
+        default="service-time",
+        help="M/M/1, M/M/m service rate: from the measured service time (default) or the peak throughput",
+    )
+    build.set_defaults(handler=_run_model_build)
+
+
+def _run_model_build(args: argparse.Namespace) -> int:
+    from ._model_builder import models_from_results
+
+    if not (args.results / "manifest.json").is_file():
+        raise CliError(f"{args.results}: not a results folder (no manifest.json)")
+    network, single = models_from_results(
+        args.results, variant=args.variant, demands=args.demands, service_rate=args.service_rate
+    )
+    document = {"network": network.to_dict(), "mm": single.to_dict()}
+
+    def table() -> str:
+        from ._report import _metric_table
+
+        with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_colwidth", 40):
+            parts = [
+                "MVA network of queues, per middleware (times in ms):",
+                _metric_table(network).to_string(float_format=lambda v: f"{v:.4g}"),
+                "",
+                "Bottleneck: "
+                + "; ".join(
+                    f"{', '.join(f'{c}={row[c]}' for c in network.config_columns)}: {row['bottleneck']}"
+                    for _, row in network.comparison.iterrows()
+                ),
+                "",
+                "M/M/1 and M/M/m against measured (times in ms):",
+                single.comparison.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
+            ]
+            parts += [f"note: {note}" for note in network.notes]
+        return "\n".join(parts)
+
+    _emit(args, document, table)
+    return 0
+
+
+# ---------------------------------------------------------------- report
+
+
+def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
+    report = subparsers.add_parser(
+        "report",
+        help="tables, plots, report.html and report.md of a results folder",
+        description="Analyse a results folder: confidence intervals, time breakdown, percentiles from merged "
+        "histograms, the interactive law, 2^k r tables, queueing models; write report.html (self-contained), "
+        "report.md, figures/*.png and tables/*.csv.",
+    )
+    report.add_argument("results", type=Path, metavar="RESULTS", help="results folder written by `run`")
+    report.add_argument("--out", type=Path, metavar="DIR", help="where to write (default RESULTS/report)")
+    report.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    report.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.10,
+        help="interactive law: flag a configuration whose prediction is off by more than this (default 0.10)",
+    )
+    report.add_argument(
+        "--think-time",
+        type=float,
+        metavar="MS",
+        help="interactive law: use this think time Z (ms) with the clients' response time, instead of "
+        "client minus middleware response time",
+    )
+    report.set_defaults(handler=_run_report)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from ._report import write_report
+
+    if not (args.results / "manifest.json").is_file():
+        raise CliError(f"{args.results}: not a results folder (no manifest.json)")
+    report = write_report(
+        args.results, args.out, level=args.level, tolerance=args.tolerance, think_time_ms=args.think_time
+    )
+    print(f"{PROG}: report in {report.html} and {report.markdown}")
+    print(f"{PROG}: {len(report.figures)} figures, {len(report.tables)} tables (CSV in {report.out_dir / 'tables'}), "
+          f"{report.elapsed_s:.1f} s")
+    for note in report.notes:
+        print(f"{PROG}: note: {note}")
+    return 0
 
 
 # ---------------------------------------------------------------- factorial
