@@ -18,6 +18,8 @@ build: deps
 demo: build
 	@scripts/demo.sh
 
+# The report test opens report.html in a real headless browser: tests install Debian's chromium.
+test test-lab: export WITH_CHROMIUM := 1
 test: build
 	$(CARGO) test --release --workspace
 	$(MAKE) --no-print-directory test-lab
