@@ -1,8 +1,9 @@
 """Queueing models built from what an experiment measured (seed 000 §7, seed 002 §3).
 
 Input: a configuration table, one row per configuration with the means over repetitions
-(``summarize(load(folder)).table`` from `_summary`). Columns used (times in ms, rates per
-second):
+(``summarize(load(folder)).pooled_table()`` from `_summary`: times weighted by request
+count over the repetitions, so that they pair with the mean throughput). Columns used
+(times in ms, rates per second):
 
     clients, middlewares, workers              the configuration
     throughput, response_ms                    measured on the clients (X, R_client)
@@ -626,7 +627,8 @@ def models_from_results(
     for needed in ("clients", "middlewares", "workers"):
         if needed not in columns:
             columns = [*columns, needed]
+    table = summary.pooled_table()
     return (
-        network_model(summary.table, variant=variant, demands=demands, config_columns=columns),
-        mm_tables(summary.table, service_rate=service_rate, config_columns=columns),
+        network_model(table, variant=variant, demands=demands, config_columns=columns),
+        mm_tables(table, service_rate=service_rate, config_columns=columns),
     )

@@ -258,22 +258,29 @@ def keys_per_second_plot(table: pd.DataFrame, x: str, by: Sequence[str], level: 
 
 
 def factorial_plot(variations: Mapping[str, pd.DataFrame]) -> Figure | None:
-    """Bars of the percentage of variation explained by each effect and by the errors,
-    one panel per response (the frames are `FactorialResult.variation_frame()`)."""
+    """Horizontal bars of the percentage of variation explained by each effect and by the
+    errors, one panel per response (the frames are `FactorialResult.variation_frame()`)."""
     variations = {k: v for k, v in variations.items() if v is not None and not v.empty}
     if not variations:
         return None
+    columns = min(len(variations), 2)
+    rows = math.ceil(len(variations) / columns)
+    height = max(2.2, 0.35 * max(len(v) for v in variations.values()))
     figure, axes = plt.subplots(
-        1, len(variations), figsize=(5.5 * len(variations), 3.8), squeeze=False, layout="constrained"
+        rows, columns, figsize=(6.5 * columns, height * rows), squeeze=False, layout="constrained"
     )
     for ax, (name, frame) in zip(axes.ravel(), variations.items()):
         shares = frame.drop(index=[i for i in ("SSY", "SS0", "SST") if i in frame.index])["variation_percent"]
-        ax.bar(shares.index.astype(str), shares.to_numpy(dtype=float), color="tab:blue")
+        labels = shares.index.astype(str)
+        colors = ["tab:gray" if label == "Errors" else "tab:blue" for label in labels]
+        ax.barh(labels, shares.to_numpy(dtype=float), color=colors)
+        ax.invert_yaxis()
         ax.set_title(name, fontsize="medium")
-        ax.set_ylabel("Variation explained (%)")
-        ax.set_ylim(0, 100)
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.tick_params(axis="x", rotation=45)
+        ax.set_xlabel("Variation explained (%)")
+        ax.set_xlim(0, 100)
+        ax.grid(True, axis="x", alpha=0.3)
+    for ax in axes.ravel()[len(variations) :]:
+        ax.set_visible(False)
     figure.suptitle("2^k r design: allocation of variation")
     return figure
 

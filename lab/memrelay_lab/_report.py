@@ -381,7 +381,7 @@ def interactive_law_table(
     summary: ResultsSummary, tolerance: float = DEFAULT_TOLERANCE, think_time_ms: float | None = None
 ) -> pd.DataFrame:
     """The interactive law for every configuration (ms and requests per second)."""
-    table = summary.table
+    table = summary.pooled_table()
     usable = pd.Series(True, index=table.index)
     for column in ("throughput", "response_ms"):
         usable &= np.isfinite(table[column].to_numpy(dtype=float)) & (table[column].to_numpy(dtype=float) > 0)
@@ -426,7 +426,8 @@ def _interactive_section(summary: ResultsSummary, tolerance: float, think_time_m
     flagged = frame[~frame["consistent"]]
     text = [
         "R = N/X − Z and X = N/(R + Z) next to the measured values (N clients, X the clients' total "
-        "throughput). "
+        "throughput, its mean over repetitions; response times averaged over the same requests, i.e. weighted "
+        "by each repetition's request count). "
         + (
             f"Z = {think_time_ms:g} ms (given), R measured on the clients."
             if think_time_ms is not None
@@ -451,37 +452,45 @@ def _interactive_section(summary: ResultsSummary, tolerance: float, think_time_m
     )
 
 
+RESPONSES = (("throughput", "throughput (requests/s)"), ("response_ms", "response time (ms)"))
+
+
 def factorial_results(summary: ResultsSummary) -> dict[str, object]:
-    """The 2^k r analyses of the clients' throughput and response time, when the folder is one."""
-    factors, _ = factorial_factors(summary)
-    if factors is None:
+    """2^k r analyses of the clients' throughput and response time, keyed by a label
+    "<response>" or "<response>, <slice>" (empty when the folder is no such design)."""
+    plan, _ = factorial_factors(summary)
+    if plan is None:
         return {}
     analyses = {}
-    for response, label in (("throughput", "throughput (requests/s)"), ("response_ms", "response time (ms)")):
-        data = summary.runs[[*factors, response]].dropna()
-        try:
-            analyses[label] = factorial_design(data, factors, response, level=summary.level)
-        except FactorialDesignError:
-            continue
+    for where, configurations in plan.slices:
+        runs = summary.runs[summary.runs["configuration"].isin(configurations)]
+        suffix = ", ".join(f"{k}={_plain(v)}" for k, v in where.items())
+        for response, label in RESPONSES:
+            data = runs[[*plan.factors, response]].dropna()
+            try:
+                result = factorial_design(data, plan.factors, response, level=summary.level)
+            except FactorialDesignError:
+                continue
+            analyses[f"{label}, {suffix}" if suffix else label] = result
     return analyses
 
 
 def _factorial_section(summary: ResultsSummary) -> Section | None:
-    factors, reason = factorial_factors(summary)
-    if factors is None:
+    plan, reason = factorial_factors(summary)
+    if plan is None:
         return Section("2^k r factorial design", [f"Not analysed: {reason}."]) if summary.swept else None
     analyses = factorial_results(summary)
     if not analyses:
         return Section("2^k r factorial design", [f"Not analysed: a {reason}, but without complete measurements."])
-    items: list = []
     text = [
-        f"A {reason} with factors {', '.join(factors)} (levels: "
-        + "; ".join(f"{f}: {', '.join(map(str, sorted(summary.runs[f].unique())))}" for f in factors)
+        f"A {reason} with factors {', '.join(plan.factors)} (levels: "
+        + "; ".join(f"{f}: {', '.join(map(str, sorted(summary.runs[f].unique())))}" for f in plan.factors)
         + "), additive model, on the clients' measurements (seed 000 §6). The last row of the sign table holds "
         "the effects q; an effect is significant when its confidence interval excludes 0."
     ]
+    items: list = []
     for label, result in analyses.items():
-        slug = "throughput" if label.startswith("throughput") else "response_time"
+        slug = _slug(label.replace("(requests/s)", "").replace("(ms)", "")).replace("-", "_")
         items += [
             Table(f"factorial_{slug}_signs", f"Sign table and effects: {label}", result.sign_table_frame(), index=True),
             Table(
@@ -505,7 +514,7 @@ def _factorial_section(summary: ResultsSummary) -> Section | None:
 
 
 def _models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
-    table = summary.table
+    table = summary.pooled_table()
     if "middlewares" not in table or not (table["middlewares"].fillna(0) > 0).any():
         return None
     columns = summary.display_columns
@@ -522,7 +531,8 @@ def _models_section(summary: ResultsSummary, notes: list[str]) -> Section | None
         "the net thread a single-server queue, the worker pool an m-server center (m = worker threads) whose "
         "demand includes the servers' time (a pool worker blocks while the servers answer), the servers a delay "
         "inside it and the network (client minus middleware response time) a delay center; demands from each "
-        "configuration's own measurements. `system_throughput_seed_variant` is the seed's series model (servers "
+        "configuration's own measurements (times weighted by request count over the repetitions). "
+        "`system_throughput_seed_variant` is the seed's series model (servers "
         "as a separate delay center after the workers) for comparison. The bottleneck is the center with the "
         "highest predicted utilization. Times in ms.",
         "Bottlenecks: "

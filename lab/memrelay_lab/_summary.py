@@ -14,6 +14,10 @@
   ``level`` (n - 1 degrees of freedom; NaN with one repetition), and ``repetitions``.
   Throughputs are the clients' sums (all bench instances), so their mean over repetitions
   is the mean total throughput.
+  Mean times also come as ``<time>_weighted``: weighted by each repetition's request
+  count, the mean over the pooled requests; `pooled_table()` puts them in place of the
+  plain means, for the interactive law and the queueing models, which pair times with the
+  mean throughput.
 - ``percentiles``: one row per configuration and side (``clients``, ``middleware``) with
   the mean and percentiles read from the histograms of every repetition merged
   (`_histograms`), never averaged across runs, and the request count behind them.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +44,7 @@ from ._histograms import PERCENTILES, merged_buckets, merged_client_hdr, percent
 from ._spec import PARAMETERS
 from ._stats import mean_confidence_interval
 
-__all__ = ["ResultsSummary", "factorial_factors", "summarize"]
+__all__ = ["FactorialPlan", "ResultsSummary", "factorial_factors", "summarize"]
 
 POPULATION = ("client_machines", "instances_per_machine", "threads_per_instance", "clients_per_thread")
 CLIENT_MEASURES = (
@@ -100,6 +105,22 @@ class ResultsSummary:
         """Short description of a configuration by its swept parameters."""
         columns = list(columns) if columns is not None else self.display_columns
         return ", ".join(f"{c}={_plain(row[c])}" for c in columns) or "all runs"
+
+    def pooled_table(self) -> pd.DataFrame:
+        """`table` with every mean time replaced by its request-weighted mean over the
+        repetitions (total time over total requests, the ``*_weighted`` columns).
+
+        The per-repetition mean of a response time is what the confidence interval is
+        about; but paired with the mean throughput in a law of the closed loop (N = X R,
+        Little's law in the models), the response time must be averaged over the same
+        requests the throughput counts. When repetitions differ (a busy machine), the plain
+        mean of R times the mean of X is not N; the request-weighted R is.
+        """
+        table = self.table.copy()
+        for column in table.columns:
+            if column.endswith("_weighted"):
+                table[column[: -len("_weighted")]] = table[column]
+        return table
 
     @property
     def display_columns(self) -> list[str]:
@@ -250,8 +271,20 @@ def _table(runs: pd.DataFrame, config_columns: list[str], level: float) -> pd.Da
             interval = mean_confidence_interval(values, level)
             record[column] = interval.mean
             record[f"{column}_half_width"] = interval.half_width
+        for column in _weighted_columns(measures):
+            weights = group["mw_count" if column.startswith("mw_") else "count"].to_numpy(dtype=float)
+            values = group[column].to_numpy(dtype=float)
+            used = np.isfinite(values) & np.isfinite(weights) & (weights > 0)
+            record[f"{column}_weighted"] = (
+                float(np.dot(values[used], weights[used]) / weights[used].sum()) if used.any() else math.nan
+            )
         records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def _weighted_columns(measures: Sequence[str]) -> list[str]:
+    """Mean times per request: those worth a request-weighted mean over repetitions."""
+    return [c for c in measures if c.endswith("_ms") and not re.search(r"_p\d+_ms$", c)]
 
 
 def _percentiles(results, runs: pd.DataFrame, config_columns: list[str]) -> pd.DataFrame:
@@ -283,29 +316,63 @@ def _plain(value: object) -> object:
     return value
 
 
-def factorial_factors(summary: ResultsSummary) -> tuple[list[str] | None, str]:
-    """The factors when the folder is a 2^k r design, else None, with the reason.
+@dataclass(frozen=True)
+class FactorialPlan:
+    """How a results folder forms 2^k r designs: the two-level ``factors``, the parameters
+    with more values that split it into separate designs (``slice_by``, e.g. the workload
+    in seed 000 §6, one 2^3 3 design per workload), and each slice's configurations."""
 
-    A 2^k r design: every swept design parameter takes exactly two values, all 2^k
-    combinations were run, and each the same number r of times (seed 000 §6). Population
-    parameters count as one factor, ``clients``.
+    factors: list[str]
+    slice_by: list[str]
+    slices: list[tuple[dict, list[int]]]  # (slice values, configuration numbers)
+    replications: int
+
+    def describe(self) -> str:
+        design = f"2^{len(self.factors)} {self.replications} design"
+        if self.slice_by:
+            return f"{design} for each {', '.join(self.slice_by)} ({len(self.slices)} designs)"
+        return design
+
+
+MAX_FACTORIAL_SLICES = 6
+
+
+def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, str]:
+    """The 2^k r design(s) of the folder, or None, with the reason.
+
+    Factors are the swept design parameters with exactly two values (population parameters
+    count as one, ``clients``); at least two are needed. Parameters with more values split
+    the folder into slices, each analysed as its own design (at most six slices). Every slice
+    must hold all 2^k level combinations, once each, all with the same number r >= 2 of
+    repetitions (seed 000 §6).
     """
-    factors = []
+    columns = []
     for parameter in summary.swept:
         column = "clients" if parameter in POPULATION else parameter
-        if column not in factors:
-            factors.append(column)
-    if not factors:
-        return None, "no parameter takes two values"
-    runs = summary.runs
-    levels = {f: runs[f].astype(str).unique() for f in factors}
-    many = [f for f, values in levels.items() if len(values) != 2]
-    if many:
-        return None, "not a 2^k design: " + ", ".join(f"{f} takes {len(levels[f])} values" for f in many)
-    per_configuration = summary.table.groupby([summary.table[f].astype(str) for f in factors]).size()
-    if len(per_configuration) != 2 ** len(factors) or (per_configuration != 1).any():
-        return None, "not a 2^k design: some level combinations are missing or repeated with other settings"
-    repetitions = summary.table["repetitions"]
-    if repetitions.nunique() != 1:
-        return None, "not a 2^k r design: the configurations have different numbers of repetitions"
-    return factors, f"2^{len(factors)} {int(repetitions.iloc[0])} design"
+        if column not in columns:
+            columns.append(column)
+    table = summary.table
+    table = table[np.isfinite(table["throughput"].to_numpy(dtype=float))]
+    levels = {c: table[c].astype(str).nunique() for c in columns}
+    factors = [c for c in columns if levels[c] == 2]
+    slice_by = [c for c in columns if levels[c] > 2]
+    if len(factors) < 2:
+        return None, "fewer than two parameters take exactly two values"
+    groups = list(table.groupby(slice_by, sort=True)) if slice_by else [((), table)]
+    if len(groups) > MAX_FACTORIAL_SLICES:
+        split = ", ".join(slice_by)
+        return None, f"{split} split the folder into {len(groups)} designs (more than {MAX_FACTORIAL_SLICES})"
+    slices = []
+    for key, group in groups:
+        keys = key if isinstance(key, tuple) else (key,)
+        where = dict(zip(slice_by, keys))
+        label = f" for {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
+        combinations = group.groupby([group[f].astype(str) for f in factors]).size()
+        if len(combinations) != 2 ** len(factors) or (combinations != 1).any():
+            return None, f"not a 2^k design{label}: some level combinations are missing or confounded"
+        slices.append((where, list(group["configuration"])))
+    repetitions = table["repetitions"]
+    if repetitions.nunique() != 1 or int(repetitions.iloc[0]) < 2:
+        return None, "not a 2^k r design: needs the same number r >= 2 of repetitions everywhere"
+    plan = FactorialPlan(factors, slice_by, slices, int(repetitions.iloc[0]))
+    return plan, plan.describe()

@@ -212,15 +212,19 @@ def test_demands_agree_with_the_raw_measurements(results):
     for _, demand in network.demands.iterrows():
         mine = runs[(runs["clients"] == demand["clients"]) & (runs["multiget"] == demand["multiget"])]
         clients, middleware = mine[mine["source"] == "clients"], mine[mine["source"] == "middleware"]
-        assert demand["servers_ms"] == pytest.approx(middleware["service_ms"].mean())
-        network_delay = clients["response_ms"].to_numpy() - middleware["response_ms"].to_numpy()
-        assert demand["network_ms"] == pytest.approx(max(network_delay.mean(), 0.0))
+        # Times over the pooled requests of the repetitions: weighted by request count.
+        weights = middleware["count"].to_numpy()
+        assert demand["servers_ms"] == pytest.approx(np.average(middleware["service_ms"], weights=weights))
+        network_delay = np.average(clients["response_ms"], weights=clients["count"]) - np.average(
+            middleware["response_ms"], weights=weights
+        )
+        assert demand["network_ms"] == pytest.approx(max(network_delay, 0.0))
         assert demand["population"] == demand["clients"] / 2  # two middlewares
         # The split comes from requests.csv: per request, net + worker's own time is
         # response - queue - service, which the log also records (each time truncated to
         # whole microseconds on its own, so the two agree within a couple of µs).
         residuals = []
-        for run_id in mine["run_id"].unique():
+        for run_id in middleware["run_id"]:
             record = next(r for r in loaded.manifest["runs"] if r["id"] == run_id)
             benches = [json.loads((results / c["json"]).read_text()) for c in record["files"]["clients"]]
             start = min(bench["start_unix_s"] for bench in benches)
@@ -233,7 +237,8 @@ def test_demands_agree_with_the_raw_measurements(results):
                 log = log[(t >= 0) & (t <= 2)]
                 per_run.append(log["response_us"] - log["queue_us"] - log["service_us"])
             residuals.append(pd.concat(per_run).mean() / 1e3)
-        assert demand["net_thread_ms"] + demand["workers_own_ms"] == pytest.approx(np.mean(residuals), abs=2e-3)
+        residual = np.average(residuals, weights=weights)
+        assert demand["net_thread_ms"] + demand["workers_own_ms"] == pytest.approx(residual, abs=2e-3)
 
 
 def test_cli_model_build(results):
