@@ -54,8 +54,9 @@ def run_command(args: argparse.Namespace) -> int:
                 if run.configuration.index not in seen:
                     seen.add(run.configuration.index)
                     print(f"c{run.configuration.index:03d}  {run.configuration.label()}")
+            load_s = sum(run.configuration.test_time for run in runs)
             print(f"{len(seen)} configurations x {experiment.settings['repetitions']} repetitions = {len(runs)} runs "
-                  f"of {experiment.settings['test_time']:g} s; results would go to "
+                  f"of {experiment.settings['test_time']:g} s ({load_s / 60:.1f} min of load); results would go to "
                   f"{args.out or default_out_dir(experiment)}")
             return 0
         binaries = find_binaries(args.bin_dir)
@@ -65,4 +66,6 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     except Interrupted as interrupted:
         return interrupted.exit_status
+    except KeyboardInterrupt:  # Ctrl-C before anything was started
+        return 130
     return 0 if summary.ok else 1

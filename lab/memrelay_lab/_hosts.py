@@ -8,7 +8,8 @@ VM) implements the same methods; nothing else changes.
 LocalHost starts every process in a new session (its own process group, ``start_new_session``)
 so that stopping it stops everything it forked, and so that a Ctrl-C in the terminal reaches
 only the lab, which then stops its children in order. On Linux each child also gets
-PR_SET_PDEATHSIG = SIGKILL, so even a lab killed with SIGKILL leaves nothing behind. Every
+PR_SET_PDEATHSIG = SIGKILL, so even a lab killed with SIGKILL leaves nothing behind; and
+SIGINT/SIGTERM are held while a child is being started, so none escapes the bookkeeping. Every
 process started and not yet reaped is tracked, and :meth:`LocalHost.stop_all` ends them all.
 """
 
@@ -77,6 +78,11 @@ class Host(ABC):
     def stop(self, handle: ProcessHandle, grace: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
         """Send ``sig`` to the process group, wait ``grace`` seconds, then SIGKILL it. Exit status."""
 
+    def stop_many(self, handles: list[ProcessHandle], grace: float = 5.0) -> None:
+        """Stop several processes; a host may do it in parallel (LocalHost does)."""
+        for handle in handles:
+            self.stop(handle, grace)
+
     @abstractmethod
     def fetch(self, remote_path: Path, local_path: Path) -> Path | None:
         """Copy a file the processes wrote on this host to the lab's machine (None if missing)."""
@@ -101,18 +107,24 @@ class LocalHost(Host):
     def start(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessHandle:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            popen = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=None if env is None else {**os.environ, **env},
-                preexec_fn=_die_with_parent if _prctl is not None else None,
-            )
-        handle = ProcessHandle(name, list(argv), popen.pid, log_path, time.time(), _popen=popen)
-        self._live[popen.pid] = handle
+        # A signal between fork and registration would leave a child nobody tracks: hold
+        # SIGINT/SIGTERM until it is registered (they are delivered right after).
+        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            with open(log_path, "ab") as log:
+                popen = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=None if env is None else {**os.environ, **env},
+                    preexec_fn=lambda: _child_setup(previous_mask),
+                )
+            handle = ProcessHandle(name, list(argv), popen.pid, log_path, time.time(), _popen=popen)
+            self._live[popen.pid] = handle
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         return handle
 
     def poll(self, handle: ProcessHandle) -> int | None:
@@ -140,8 +152,9 @@ class LocalHost(Host):
                 self.wait(handle, 5.0)
         return handle.returncode
 
-    def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
-        live = [h for h in list(self._live.values()) if self.poll(h) is None]
+    def stop_many(self, handles: list[ProcessHandle], grace: float = 5.0) -> None:
+        """SIGTERM every live group at once, wait ``grace`` in all, SIGKILL what is left."""
+        live = [h for h in handles if self.poll(h) is None]
         for handle in live:
             handle.stopped_by_us = True
             _signal_group(handle.pid, signal.SIGTERM)
@@ -149,8 +162,13 @@ class LocalHost(Host):
         for handle in live:
             self.wait(handle, deadline - time.monotonic())
         for handle in live:
-            _signal_group(handle.pid, signal.SIGKILL)
-            self.wait(handle, 5.0)
+            if self.poll(handle) is None:
+                _signal_group(handle.pid, signal.SIGKILL)
+                self.wait(handle, 5.0)
+
+    def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
+        live = [h for h in list(self._live.values()) if self.poll(h) is None]
+        self.stop_many(live, grace)
         return live
 
     def fetch(self, remote_path: Path, local_path: Path) -> Path | None:
@@ -190,6 +208,8 @@ except (OSError, AttributeError):
     _prctl = None
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _child_setup(mask: set) -> None:  # runs in the child between fork and exec
+    # The lab holds SIGINT/SIGTERM while it starts a child; the child gets the lab's usual mask.
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)

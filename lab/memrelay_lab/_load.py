@@ -22,7 +22,10 @@ instances_per_machine, threads_per_instance, clients_per_thread, clients (total)
 ratio, sets, gets, write_fraction, multiget, sharded, middlewares, workers, engine,
 distribution, replication, replicas, read_from, value_size, keys, key_pattern, pipeline,
 test_time, warmup, cooldown, ...) and ``experiment``, ``profile``, ``run_id``,
-``configuration``, ``repetition``, so ``groupby`` works directly.
+``configuration``, ``repetition``, so ``groupby`` works directly. Keys that do not apply are
+filled rather than left empty (pandas' groupby drops empty keys): without a middleware
+workers and replicas are 0, sharded is False and engine, distribution, replication are
+"n/a"; read_from is "n/a" unless keys are placed with ketama; block is 0 without combinations.
 
 Measures (times in milliseconds, throughputs per second):
 
@@ -68,6 +71,11 @@ _SERVER_COUNTERS = (
     "total_connections", "curr_items",
 )
 _EPSILON = 1e-6
+# Configuration keys that do not apply (None) get a value groupby keeps.
+_NOT_APPLICABLE = {
+    "workers": 0, "replicas": 0, "sharded": False, "engine": "n/a", "distribution": "n/a", "replication": "n/a",
+    "read_from": "n/a", "block": 0,
+}
 
 
 @dataclass
@@ -137,7 +145,7 @@ def load(results_dir: str | Path) -> Results:
             "run_id": record["id"],
             "configuration": record["configuration"],
             "repetition": record["repetition"],
-            **{k: v for k, v in config.items() if k != "index"},
+            **{k: (_NOT_APPLICABLE.get(k) if v is None else v) for k, v in config.items() if k != "index"},
         }
         status.append({**identity, "status": record["status"], "reason": record.get("reason"),
                        "wall_s": record.get("wall_s")})

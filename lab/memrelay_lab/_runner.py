@@ -70,7 +70,7 @@ __all__ = ["ExperimentSummary", "Interrupted", "ResultsExist", "run_experiment"]
 MANIFEST = "manifest.json"
 FORMAT = "memrelay-lab-results/1"
 # Seconds a run takes beyond its test time (start, populate, stop), until one was measured.
-_OVERHEAD_GUESS_S = 2.0
+_OVERHEAD_GUESS_S = 1.0
 
 
 class Interrupted(BaseException):
@@ -150,6 +150,7 @@ def run_experiment(
     host = host or LocalHost()
     out = Path(out_dir) if out_dir is not None else default_out_dir(experiment)
     previous = _previous_manifest(out, resume)
+    _check_same_experiment(previous, experiment, out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.toml").write_text(experiment.text, encoding="utf-8")
 
@@ -196,8 +197,9 @@ def run_experiment(
     reporter = _Progress(progress if progress is not None else sys.stderr, runs, records, experiment)
     summary = ExperimentSummary(out, len(runs), 0, 0, 0, 0, 0.0)
     signals = _SignalGuard() if handle_signals else None
-    try:
-        with signals.installed() if signals else _nothing():
+    # The handlers stay installed through the cleanup below, so a second Ctrl-C cannot cut it short.
+    with signals.installed() if signals else _nothing():
+        try:
             for number, (run, record) in enumerate(zip(runs, records), start=1):
                 if record.get("skipped_on_resume"):
                     summary.skipped += 1
@@ -214,10 +216,12 @@ def run_experiment(
                     _execute(run, run_dir, out, record, host, binaries, experiment, reporter, signals)
                     record["status"] = "completed"
                     summary.completed += 1
-                except RunFailed as failure:
-                    record.update(status="failed", reason=str(failure))
+                except Exception as failure:  # RunFailed, or a surprise: either way this run only
+                    reason = str(failure) if isinstance(failure, RunFailed) else \
+                        f"internal error: {type(failure).__name__}: {failure}"
+                    record.update(status="failed", reason=reason)
                     summary.failed += 1
-                    summary.failures.append((run.id, str(failure)))
+                    summary.failures.append((run.id, reason))
                 except Interrupted:
                     record.update(status="interrupted", reason="stopped by a signal")
                     summary.interrupted += 1
@@ -227,20 +231,21 @@ def run_experiment(
                     record["wall_s"] = record["ended_unix"] - record["started_unix"]
                     _write_manifest(out, manifest)
                 reporter.finished(number, run, record)
-    except Interrupted:
-        manifest["status"] = "interrupted"
-        raise
-    finally:
-        if signals:
-            signals.stopping = True  # nothing below may be cut short by a second Ctrl-C
-        host.stop_all(grace=2.0)
-        manifest["ended_unix"] = time.time()
-        if manifest["status"] == "running":
             manifest["status"] = "completed"
-        manifest["summary"] = _count(records)
-        _write_manifest(out, manifest)
-        summary.wall_s = time.time() - started
-        reporter.summary(summary, manifest["status"])
+        except Interrupted:
+            manifest["status"] = "interrupted"
+            raise
+        except BaseException:
+            manifest["status"] = "aborted"
+            raise
+        finally:
+            if signals:
+                signals.stopping = True  # ignore further signals: nothing below may be cut short
+            host.stop_all(grace=2.0)
+            manifest["ended_unix"] = time.time()
+            _write_manifest(out, manifest)
+            summary.wall_s = time.time() - started
+            reporter.summary(summary, manifest["status"])
     return summary
 
 
@@ -259,6 +264,9 @@ def _execute(
     files: dict[str, Any] = {"servers": [], "middlewares": [], "clients": [], "populate": []}
     record["files"] = files
     record["processes"] = []
+    timeline: dict[str, float] = {}
+    record["timeline"] = timeline  # wall-clock seconds since the run started, per stage
+    mark = lambda stage: timeline.__setitem__(stage, round(time.time() - record["started_unix"], 3))  # noqa: E731
     handles: list[ProcessHandle] = []
 
     def start(name: str, argv: list[str]) -> ProcessHandle:
@@ -278,6 +286,7 @@ def _execute(
             files["servers"].append({"log": rel(handle.log_path)})
         for handle, port in servers:
             wait_until_listening(host, handle, port)
+        mark("servers_ready")
         server_addresses = [f"{host.address}:{port}" for _, port in servers]
 
         # 2. middlewares
@@ -296,6 +305,7 @@ def _execute(
             })
         for handle, port, _ in middlewares:
             wait_until_listening(host, handle, port)
+        mark("middlewares_ready")
         middleware_addresses = [f"{host.address}:{port}" for _, port, _ in middlewares]
 
         # 3. populate
@@ -314,6 +324,7 @@ def _execute(
             _wait_all(host, [h for h, _ in populating], timeout, [h for h, _ in servers] + [h for h, _, _ in middlewares])
             for handle, json_out in populating:
                 _check_bench(host, handle, json_out, 0.0, phase="populate")
+            mark("populated")
 
         # 4. load
         for j, (handle, port) in enumerate(servers):
@@ -335,10 +346,12 @@ def _execute(
                 "json": rel(json_out), "log": rel(handle.log_path),
             })
         record["load_started_unix"] = time.time()
+        mark("load_started")
         services = [h for h, _ in servers] + [h for h, _, _ in middlewares]
         _wait_all(host, [h for h, _ in benches], config.test_time + 30.0, services,
                   ticker=lambda: reporter.tick(record["load_started_unix"], config.test_time))
         reporter.tick_done()
+        mark("load_ended")
         for j, (handle, port) in enumerate(servers):
             path = run_dir / f"server-{j}.stats-after.txt"
             path.write_text(server_stats(host.address, port))
@@ -354,16 +367,19 @@ def _execute(
             status = host.stop(handle, grace=15.0)
             if host.fetch(stats_dir / "summary.json", stats_dir / "summary.json") is None:
                 raise RunFailed(f"{handle.name} wrote no summary.json (exit status {status}; log: {handle.log_path})")
+        mark("middlewares_stopped")
+        # memcached holds nothing worth a graceful exit (its stats are saved), and that exit
+        # takes it most of a second: SIGKILL.
         for handle, _ in servers:
-            host.stop(handle, grace=5.0)
+            host.stop(handle, grace=5.0, sig=signal.SIGKILL)
+        mark("servers_stopped")
     except ProcessFailed as failure:
         raise RunFailed(str(failure)) from None
     except OSError as failure:  # a server that stopped answering `stats`, a full disk, ...
         raise RunFailed(f"{type(failure).__name__}: {failure}") from None
     finally:
         interrupted = signals is not None and signals.stopping
-        for handle in reversed(handles):
-            host.stop(handle, grace=2.0 if interrupted else 5.0)
+        host.stop_many(handles, grace=2.0 if interrupted else 5.0)  # all at once; a no-op after success
         record["processes"] = [h.as_dict() for h in handles]
 
 
@@ -458,6 +474,18 @@ def _previous_manifest(out: Path, resume: bool) -> dict | None:
         return json.loads(path.read_text())
     except ValueError as error:
         raise ResultsExist(f"{path} is not readable JSON ({error}); move it away to start over") from None
+
+
+def _check_same_experiment(previous: dict | None, experiment: Experiment, out: Path) -> None:
+    if previous is None:
+        return
+    before = previous.get("experiment", {})
+    if (before.get("name"), before.get("profile")) != (experiment.name, experiment.profile):
+        profile = lambda p: f" (profile {p})" if p else ""  # noqa: E731
+        raise ResultsExist(
+            f"{out} holds results of {before.get('name')}{profile(before.get('profile'))}, not of "
+            f"{experiment.name}{profile(experiment.profile)}; give another --out"
+        )
 
 
 def _write_manifest(out: Path, manifest: dict) -> None:
@@ -616,7 +644,7 @@ class _Progress:
             self.write(f"[run {number}/{self.total}] {run.id} FAILED after {wall:.1f} s: {record.get('reason')}")
 
     def summary(self, summary: ExperimentSummary, status: str) -> None:
-        prefix = "memrelay-lab: interrupted; " if status == "interrupted" else "memrelay-lab: "
+        prefix = f"memrelay-lab: {status}; " if status in ("interrupted", "aborted") else "memrelay-lab: "
         self.write(prefix + summary.describe())
 
 
