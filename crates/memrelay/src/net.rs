@@ -5,6 +5,7 @@
 //! in order. It answers `version`, `verbosity`, `stats` and `quit` itself, and it finishes
 //! writing replies a worker could not write at once (a worker never waits on a slow client).
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,13 +30,18 @@ pub const WAKER: Token = Token(usize::MAX - 2);
 const READ_CHUNK: usize = 16 * 1024;
 /// Bytes a client may have buffered beyond its request in flight before reading pauses.
 const MAX_BUFFERED: usize = 4 * 1024 * 1024;
+/// Reads remembered per client for arrival times; beyond this, a read's bytes are counted with
+/// the previous read's (their arrival errs early, memory stays bounded).
+const MAX_READS: usize = 256;
 
 struct Client {
     socket: Arc<TcpStream>,
     /// Bytes read and not yet parsed.
     input: ReadBuffer,
-    /// When the read that brought `input[start]` happened.
-    arrival: Instant,
+    /// The reads whose bytes are still in `input`, oldest first: how many of its bytes are left
+    /// and when it happened. A request's arrival is the read that brought its first byte, also
+    /// when it arrived behind requests still waiting in `input`.
+    reads: VecDeque<(usize, Instant)>,
     /// Bytes still to discard (the data block of a value that was too large).
     skip: usize,
     /// Reply bytes waiting for the socket: `output[written..]`.
@@ -59,6 +65,32 @@ impl Client {
 
     fn consume(&mut self, n: usize) {
         self.input.consume(n);
+        let mut left = n;
+        while left > 0 {
+            let Some(read) = self.reads.front_mut() else { break };
+            if read.0 > left {
+                read.0 -= left;
+                break;
+            }
+            left -= read.0;
+            self.reads.pop_front();
+        }
+    }
+
+    /// When the first byte of `pending()` arrived.
+    fn arrival(&self) -> Instant {
+        self.reads.front().map_or_else(Instant::now, |read| read.1)
+    }
+
+    /// Notes a read of `n` bytes that just happened.
+    fn arrived(&mut self, n: usize) {
+        if self.reads.len() >= MAX_READS {
+            if let Some(last) = self.reads.back_mut() {
+                last.0 += n;
+            }
+        } else {
+            self.reads.push_back((n, Instant::now()));
+        }
     }
 
     fn done(&self) -> bool {
@@ -188,7 +220,7 @@ impl NetThread {
                     entry.insert(Client {
                         socket: Arc::new(stream),
                         input: ReadBuffer::new(READ_CHUNK),
-                        arrival: Instant::now(),
+                        reads: VecDeque::new(),
                         skip: 0,
                         output: Vec::new(),
                         written: 0,
@@ -221,16 +253,15 @@ impl NetThread {
                 client.read_paused = true;
                 return;
             }
-            let was_empty = client.input.is_empty();
+            let before = client.input.len();
             match client.input.read_from(&mut &*client.socket) {
                 Ok(Filled::Eof) => {
                     client.eof = true;
                     return;
                 }
                 Ok(Filled::Bytes { drained }) => {
-                    if was_empty {
-                        client.arrival = Instant::now();
-                    }
+                    let n = client.input.len() - before;
+                    client.arrived(n);
                     if drained && !to_eof {
                         return;
                     }
@@ -278,7 +309,7 @@ impl NetThread {
                 Parse::Complete(request) => {
                     let consumed = request.consumed;
                     if matches!(request.command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit) {
-                        let arrival = client.arrival;
+                        let arrival = client.arrival();
                         let quit = request.command == Command::Quit;
                         if !request.noreply && !quit {
                             let queue_len = self.queue.len();
@@ -300,7 +331,7 @@ impl NetThread {
                     if job.request.as_ref().is_some_and(|r| r.command.is_retrieval()) {
                         self.round_robin = self.round_robin.wrapping_add(1);
                     }
-                    job.times = Timestamps::at(client.arrival);
+                    job.times = Timestamps::at(client.arrival());
                     client.consume(consumed);
                     client.in_flight = true;
                     job.times.enqueue = Instant::now();

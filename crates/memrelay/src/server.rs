@@ -3,10 +3,15 @@
 //! Sends a request and reads one reply, each bounded by a deadline. Any failure (refused, reset,
 //! timeout, a reply that makes no sense) drops the connection, since its state is unknown, and
 //! the next use reconnects after a backoff that doubles up to a ceiling; while a server is in
-//! backoff, requests for it fail at once instead of waiting.
+//! backoff, requests for it fail at once instead of waiting (without pushing the retry later).
+//!
+//! A connection left idle may have been closed by the server meanwhile (a restarted memcached):
+//! before reusing one idle for a while, a non-blocking peek checks it, and a closed one is
+//! replaced at once rather than failing the request.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
@@ -17,6 +22,8 @@ use crate::buffer::{Filled, ReadBuffer};
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 const READ_CHUNK: usize = 16 * 1024;
+/// A connection unused for longer than this is checked before it is used again.
+const IDLE_CHECK: Duration = Duration::from_millis(10);
 
 pub struct ServerConn {
     pub addr: SocketAddr,
@@ -31,6 +38,8 @@ pub struct ServerConn {
     pub output: Vec<u8>,
     /// The reply the last successful `receive` parsed.
     reply: Option<Reply>,
+    /// When the connection last completed an exchange (or was opened).
+    last_used: Instant,
 }
 
 impl ServerConn {
@@ -45,6 +54,7 @@ impl ServerConn {
             parser: ReplyParser::new(Expect::Line),
             output: Vec::new(),
             reply: None,
+            last_used: Instant::now(),
         }
     }
 
@@ -52,6 +62,15 @@ impl ServerConn {
     pub fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
         self.input.clear();
         self.reply = None;
+        if self.stream.is_none() && self.retry_at.is_some_and(|at| Instant::now() < at) {
+            // Still backing off from an earlier failure: fail at once. This is not a new failure,
+            // so neither the retry time nor the backoff moves (a steady stream of requests must
+            // not keep a recovered server from being retried).
+            return Err(Failure::Unavailable);
+        }
+        if self.stream.is_some() && self.last_used.elapsed() > IDLE_CHECK && !self.still_open() {
+            self.stream = None;
+        }
         let result = self.connected(deadline).and_then(|stream| write_all(stream, bytes, deadline));
         result.map_err(|failure| self.fail(failure))
     }
@@ -61,6 +80,9 @@ impl ServerConn {
         self.parser.reset(expect);
         let result = self.read_reply(deadline);
         self.reply = result.ok();
+        if result.is_ok() {
+            self.last_used = Instant::now();
+        }
         result.map_err(|failure| self.fail(failure))
     }
 
@@ -85,11 +107,6 @@ impl ServerConn {
 
     fn connected(&mut self, deadline: Instant) -> Result<&mut TcpStream, Failure> {
         if self.stream.is_none() {
-            if let Some(at) = self.retry_at {
-                if Instant::now() < at {
-                    return Err(Failure::Unavailable);
-                }
-            }
             let timeout = deadline.saturating_duration_since(Instant::now()).min(self.timeout);
             if timeout.is_zero() {
                 return Err(Failure::Timeout);
@@ -99,6 +116,7 @@ impl ServerConn {
             self.stream = Some(stream);
             self.retry_at = None;
             self.backoff = FIRST_BACKOFF;
+            self.last_used = Instant::now();
         }
         Ok(self.stream.as_mut().expect("connected above"))
     }
@@ -109,6 +127,18 @@ impl ServerConn {
         self.retry_at = Some(Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
         failure
+    }
+
+    /// Whether the idle connection is still open: memcached sends nothing unasked, so anything
+    /// to read (end of stream, an error, stray bytes) means it cannot be used as it is.
+    fn still_open(&self) -> bool {
+        let Some(stream) = self.stream.as_ref() else { return false };
+        let mut byte = [0u8; 1];
+        // SAFETY: recv into a valid one-byte buffer on a socket we own; MSG_DONTWAIT never blocks.
+        let n = unsafe {
+            libc::recv(stream.as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
+        n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
     }
 
     pub fn last_reply(&self) -> Option<Reply> {
