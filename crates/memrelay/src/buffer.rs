@@ -4,7 +4,9 @@
 //! `Vec::resize` before each read would memset the whole read chunk every time); consumed bytes
 //! are reclaimed by moving the unread tail to the front only when room runs out.
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
+use std::time::Instant;
 
 pub struct ReadBuffer {
     data: Vec<u8>,
@@ -81,6 +83,50 @@ impl ReadBuffer {
     }
 }
 
+/// When the bytes still waiting in a client's [`ReadBuffer`] arrived: per read, how many of its
+/// bytes are left and when it happened. A request's arrival is the read that brought its first
+/// byte, also when it arrived behind requests still waiting in the buffer.
+#[derive(Default)]
+pub struct Arrivals {
+    reads: VecDeque<(usize, Instant)>,
+}
+
+/// Reads remembered per client; beyond this, a read's bytes are counted with the previous
+/// read's (their arrival errs early, memory stays bounded).
+const MAX_READS: usize = 256;
+
+impl Arrivals {
+    /// Notes a read of `n` bytes that just happened.
+    pub fn arrived(&mut self, n: usize) {
+        if self.reads.len() >= MAX_READS {
+            if let Some(last) = self.reads.back_mut() {
+                last.0 += n;
+            }
+        } else {
+            self.reads.push_back((n, Instant::now()));
+        }
+    }
+
+    /// Notes that the first `n` waiting bytes were consumed.
+    pub fn consumed(&mut self, n: usize) {
+        let mut left = n;
+        while left > 0 {
+            let Some(read) = self.reads.front_mut() else { break };
+            if read.0 > left {
+                read.0 -= left;
+                break;
+            }
+            left -= read.0;
+            self.reads.pop_front();
+        }
+    }
+
+    /// When the first waiting byte arrived.
+    pub fn first(&self) -> Instant {
+        self.reads.front().map_or_else(Instant::now, |read| read.1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +143,19 @@ mod tests {
         assert_eq!(buffer.pending(), b"world, and more");
         buffer.consume(buffer.len());
         assert!(buffer.is_empty());
+    }
+
+    #[test]
+    fn arrivals_follow_the_bytes() {
+        let mut arrivals = Arrivals::default();
+        arrivals.arrived(10);
+        let first = arrivals.first();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        arrivals.arrived(5);
+        arrivals.consumed(4);
+        assert_eq!(arrivals.first(), first, "6 bytes of the first read are left");
+        arrivals.consumed(6);
+        assert!(arrivals.first() > first, "now the second read's bytes come first");
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! in order. It answers `version`, `verbosity`, `stats` and `quit` itself, and it finishes
 //! writing replies a worker could not write at once (a worker never waits on a slow client).
 
-use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +18,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 use slab::Slab;
 
-use crate::buffer::{Filled, ReadBuffer};
+use crate::buffer::{Arrivals, Filled, ReadBuffer};
 use crate::job::Job;
 use crate::local::LocalAnswers;
 use crate::metrics::{Kind, Outcome, Recorder, Timestamps};
@@ -30,18 +29,13 @@ pub const WAKER: Token = Token(usize::MAX - 2);
 const READ_CHUNK: usize = 16 * 1024;
 /// Bytes a client may have buffered beyond its request in flight before reading pauses.
 const MAX_BUFFERED: usize = 4 * 1024 * 1024;
-/// Reads remembered per client for arrival times; beyond this, a read's bytes are counted with
-/// the previous read's (their arrival errs early, memory stays bounded).
-const MAX_READS: usize = 256;
 
 struct Client {
     socket: Arc<TcpStream>,
     /// Bytes read and not yet parsed.
     input: ReadBuffer,
-    /// The reads whose bytes are still in `input`, oldest first: how many of its bytes are left
-    /// and when it happened. A request's arrival is the read that brought its first byte, also
-    /// when it arrived behind requests still waiting in `input`.
-    reads: VecDeque<(usize, Instant)>,
+    /// When the bytes in `input` arrived.
+    arrivals: Arrivals,
     /// Bytes still to discard (the data block of a value that was too large).
     skip: usize,
     /// Reply bytes waiting for the socket: `output[written..]`.
@@ -65,32 +59,7 @@ impl Client {
 
     fn consume(&mut self, n: usize) {
         self.input.consume(n);
-        let mut left = n;
-        while left > 0 {
-            let Some(read) = self.reads.front_mut() else { break };
-            if read.0 > left {
-                read.0 -= left;
-                break;
-            }
-            left -= read.0;
-            self.reads.pop_front();
-        }
-    }
-
-    /// When the first byte of `pending()` arrived.
-    fn arrival(&self) -> Instant {
-        self.reads.front().map_or_else(Instant::now, |read| read.1)
-    }
-
-    /// Notes a read of `n` bytes that just happened.
-    fn arrived(&mut self, n: usize) {
-        if self.reads.len() >= MAX_READS {
-            if let Some(last) = self.reads.back_mut() {
-                last.0 += n;
-            }
-        } else {
-            self.reads.push_back((n, Instant::now()));
-        }
+        self.arrivals.consumed(n);
     }
 
     fn done(&self) -> bool {
@@ -220,7 +189,7 @@ impl NetThread {
                     entry.insert(Client {
                         socket: Arc::new(stream),
                         input: ReadBuffer::new(READ_CHUNK),
-                        reads: VecDeque::new(),
+                        arrivals: Arrivals::default(),
                         skip: 0,
                         output: Vec::new(),
                         written: 0,
@@ -261,7 +230,7 @@ impl NetThread {
                 }
                 Ok(Filled::Bytes { drained }) => {
                     let n = client.input.len() - before;
-                    client.arrived(n);
+                    client.arrivals.arrived(n);
                     if drained && !to_eof {
                         return;
                     }
@@ -309,7 +278,7 @@ impl NetThread {
                 Parse::Complete(request) => {
                     let consumed = request.consumed;
                     if matches!(request.command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit) {
-                        let arrival = client.arrival();
+                        let arrival = client.arrivals.first();
                         let quit = request.command == Command::Quit;
                         if !request.noreply && !quit {
                             let queue_len = self.queue.len();
@@ -331,7 +300,7 @@ impl NetThread {
                     if job.request.as_ref().is_some_and(|r| r.command.is_retrieval()) {
                         self.round_robin = self.round_robin.wrapping_add(1);
                     }
-                    job.times = Timestamps::at(client.arrival());
+                    job.times = Timestamps::at(client.arrivals.first());
                     client.consume(consumed);
                     client.in_flight = true;
                     job.times.enqueue = Instant::now();

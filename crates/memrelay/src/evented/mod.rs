@@ -29,7 +29,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use socket2::{Domain, Socket, Type};
 
-use crate::buffer::{Filled, ReadBuffer};
+use crate::buffer::{Arrivals, Filled, ReadBuffer};
 use crate::config::{Config, Distribution};
 use crate::local::{LiveTotals, LocalAnswers};
 use crate::metrics::{kind_of, Outcome, Recorder, Timestamps, WindowClock};
@@ -115,7 +115,8 @@ fn reuse_port_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 struct Client {
     socket: TcpStream,
     input: ReadBuffer,
-    arrival: Instant,
+    /// When the bytes in `input` arrived.
+    arrivals: Arrivals,
     skip: usize,
     output: Vec<u8>,
     written: usize,
@@ -134,6 +135,7 @@ impl Client {
 
     fn consume(&mut self, n: usize) {
         self.input.consume(n);
+        self.arrivals.consumed(n);
     }
 }
 
@@ -306,7 +308,7 @@ impl EventLoop {
                     entry.insert(Client {
                         socket,
                         input: ReadBuffer::new(READ_CHUNK),
-                        arrival: Instant::now(),
+                        arrivals: Arrivals::default(),
                         skip: 0,
                         output: Vec::new(),
                         written: 0,
@@ -337,16 +339,15 @@ impl EventLoop {
                 // Enough queued: read again once replies drain (pump calls back).
                 return;
             }
-            let was_empty = client.input.is_empty();
+            let before = client.input.len();
             match client.input.read_from(&mut client.socket) {
                 Ok(Filled::Eof) => {
                     client.eof = true;
                     return;
                 }
                 Ok(Filled::Bytes { drained }) => {
-                    if was_empty {
-                        client.arrival = Instant::now();
-                    }
+                    let n = client.input.len() - before;
+                    client.arrivals.arrived(n);
                     if drained && !to_eof {
                         return;
                     }
@@ -419,7 +420,7 @@ impl EventLoop {
         let entry = self.inflight.get_mut(index);
         entry.client = Some(slot);
         entry.input.extend_from_slice(&client.pending()[..request.consumed]);
-        entry.times = Timestamps::at(client.arrival);
+        entry.times = Timestamps::at(client.arrivals.first());
         entry.times.enqueue = now;
         client.consume(request.consumed);
         client.replies.push_back(index);
@@ -609,11 +610,15 @@ impl EventLoop {
         self.failed = failed;
     }
 
-    /// Fails the connections whose oldest request is past its deadline.
+    /// Fails the connections whose oldest request is past its deadline, after taking in the
+    /// replies that arrived while the loop was busy elsewhere.
     fn expire(&mut self, now: Instant) {
         for server in 0..self.upstreams.len() {
             if self.upstreams[server].next_deadline().is_some_and(|d| d <= now) {
-                self.fail_upstream(server, crate::failure::Failure::Timeout);
+                self.upstream_readable(server, false);
+                if self.upstreams[server].next_deadline().is_some_and(|d| d <= now) {
+                    self.fail_upstream(server, crate::failure::Failure::Timeout);
+                }
             }
         }
     }

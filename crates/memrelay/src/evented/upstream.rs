@@ -50,7 +50,13 @@ pub struct Upstream {
     parser: ReplyParser,
     parser_primed: bool,
     wants_writable: bool,
+    /// Last time a request was queued or a reply read: an idle connection is checked before
+    /// reuse, since the server may have closed it (a restart) without a request noticing.
+    last_used: Instant,
 }
+
+/// Idle time after which a connection is checked (one non-blocking peek) before reuse.
+const IDLE_CHECK: Duration = Duration::from_millis(10);
 
 impl Upstream {
     pub fn new(addr: SocketAddr, token: Token) -> Upstream {
@@ -69,12 +75,17 @@ impl Upstream {
             parser: ReplyParser::new(Expect::Line),
             parser_primed: false,
             wants_writable: false,
+            last_used: Instant::now(),
         }
     }
 
     /// Whether a request can be queued now: connected, or connecting, or a connect could be
     /// started (not in backoff after a failure).
     pub fn available(&mut self, registry: &Registry, now: Instant) -> bool {
+        if self.stream.is_some() && self.outstanding.is_empty() && now.duration_since(self.last_used) > IDLE_CHECK && !self.alive() {
+            // Closed while idle: reconnect at once, no request failed.
+            self.drop_stream(registry);
+        }
         if self.stream.is_some() {
             return true;
         }
@@ -101,7 +112,34 @@ impl Upstream {
         }
     }
 
+    /// An idle connection's peer has not closed it (a peek finds no EOF and no error).
+    fn alive(&self) -> bool {
+        let Some(stream) = self.stream.as_ref() else { return false };
+        if !self.connected {
+            return true;
+        }
+        let mut byte = [0u8; 1];
+        match stream.peek(&mut byte) {
+            Ok(0) => false,
+            Ok(_) => true,
+            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+        }
+    }
+
+    fn drop_stream(&mut self, registry: &Registry) {
+        if let Some(mut stream) = self.stream.take() {
+            let _ = registry.deregister(&mut stream);
+        }
+        self.connected = false;
+        self.output.clear();
+        self.written = 0;
+        self.unsent = 0;
+        self.input.clear();
+        self.parser_primed = false;
+    }
+
     pub fn push(&mut self, bytes: &[u8], entry: Outstanding) {
+        self.last_used = Instant::now();
         self.output.extend_from_slice(bytes);
         self.outstanding.push_back(entry);
         self.unsent += 1;
@@ -198,6 +236,7 @@ impl Upstream {
                 Parse::Incomplete => return Ok(()),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
                 Parse::Complete(reply) => {
+                    self.last_used = Instant::now();
                     self.outstanding.pop_front();
                     self.unsent = self.unsent.min(self.outstanding.len());
                     self.parser_primed = false;
@@ -215,18 +254,14 @@ impl Upstream {
     }
 
     /// Drops the connection; returns what was outstanding on it (each fails with `failure`).
+    /// A connection closed while idle failed no request: the next one reconnects at once.
     pub fn fail(&mut self, registry: &Registry, now: Instant, failed: &mut Vec<Outstanding>) {
-        if let Some(mut stream) = self.stream.take() {
-            let _ = registry.deregister(&mut stream);
-        }
-        self.connected = false;
+        let was_idle = self.outstanding.is_empty() && self.connected;
+        self.drop_stream(registry);
         failed.extend(self.outstanding.drain(..));
-        self.unsent = 0;
-        self.output.clear();
-        self.written = 0;
-        self.input.clear();
-        self.parser_primed = false;
-        self.back_off(now);
+        if !was_idle {
+            self.back_off(now);
+        }
     }
 
     fn back_off(&mut self, now: Instant) {

@@ -26,13 +26,13 @@ use std::time::{Duration, Instant};
 
 /// Every engine the suite runs against. Keep in step with [`for_each_engine!`] (each test file
 /// checks that they agree).
-pub const ENGINES: &[&str] = &["pool"];
+pub const ENGINES: &[&str] = &["pool", "evented"];
 
 /// Calls `$suite!(module: "engine", ...)` once, with every engine of [`ENGINES`]. A test file
 /// defines `$suite` to expand [`engine_tests!`] per engine with its list of tests.
 macro_rules! for_each_engine {
     ($suite:ident) => {
-        $suite!(pool: "pool");
+        $suite!(pool: "pool", evented: "evented");
     };
 }
 
