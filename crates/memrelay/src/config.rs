@@ -22,9 +22,10 @@ pub struct Args {
     #[arg(long = "server", required = true, value_name = "HOST:PORT")]
     pub servers: Vec<String>,
 
-    /// Scheduler: `pool` is the seeds' design (net thread, queue, blocking worker pool);
-    /// `evented` runs event-loop threads sharing non-blocking server connections.
-    #[arg(long, value_enum, default_value_t = Engine::Pool)]
+    /// Scheduler: `evented` runs event-loop threads sharing non-blocking server connections
+    /// (the faster one, see `make bench`); `pool` is the seeds' design (net thread, queue,
+    /// blocking worker pool), the one the lab's experiments and queueing models study.
+    #[arg(long, value_enum, default_value_t = Engine::Evented)]
     pub engine: Engine,
 
     /// Worker threads of the pool engine, each with one connection to every server.

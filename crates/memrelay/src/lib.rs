@@ -18,6 +18,7 @@
 //! scheduler around those pure parts.
 
 pub mod buffer;
+pub mod client_io;
 pub mod config;
 pub mod evented;
 pub mod failure;

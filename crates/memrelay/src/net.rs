@@ -18,7 +18,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 use slab::Slab;
 
-use crate::buffer::{Arrivals, Filled, ReadBuffer};
+use crate::client_io::{ClientIo, ReadLimit};
 use crate::job::Job;
 use crate::local::LocalAnswers;
 use crate::metrics::{Kind, Outcome, Recorder, Timestamps};
@@ -32,38 +32,29 @@ const MAX_BUFFERED: usize = 4 * 1024 * 1024;
 
 struct Client {
     socket: Arc<TcpStream>,
-    /// Bytes read and not yet parsed.
-    input: ReadBuffer,
-    /// When the bytes in `input` arrived.
-    arrivals: Arrivals,
+    /// What was read and not yet parsed, and the replies waiting for the socket. After EOF
+    /// the client is answered what it sent, then closed; a broken socket is dropped once
+    /// nothing is in flight.
+    io: ClientIo,
     /// Bytes still to discard (the data block of a value that was too large).
     skip: usize,
-    /// Reply bytes waiting for the socket: `output[written..]`.
-    output: Vec<u8>,
-    written: usize,
     in_flight: bool,
     /// No more requests: close once the output is written (quit, lost framing, shutdown).
     closing: bool,
-    /// The peer sent EOF: answer what was read, then close.
-    eof: bool,
-    /// The socket failed: drop the client once nothing is in flight.
-    broken: bool,
     read_paused: bool,
-    wants_writable: bool,
 }
 
 impl Client {
     fn pending(&self) -> &[u8] {
-        self.input.pending()
+        self.io.pending()
     }
 
     fn consume(&mut self, n: usize) {
-        self.input.consume(n);
-        self.arrivals.consumed(n);
+        self.io.consume(n);
     }
 
     fn done(&self) -> bool {
-        !self.in_flight && (self.broken || ((self.closing || self.eof) && self.written == self.output.len()))
+        !self.in_flight && (self.io.broken || ((self.closing || self.io.eof) && self.io.flushed()))
     }
 }
 
@@ -188,17 +179,11 @@ impl NetThread {
                     }
                     entry.insert(Client {
                         socket: Arc::new(stream),
-                        input: ReadBuffer::new(READ_CHUNK),
-                        arrivals: Arrivals::default(),
+                        io: ClientIo::new(READ_CHUNK),
                         skip: 0,
-                        output: Vec::new(),
-                        written: 0,
                         in_flight: false,
                         closing: false,
-                        eof: false,
-                        broken: false,
                         read_paused: false,
-                        wants_writable: false,
                     });
                     self.local.connection_opened();
                 }
@@ -210,38 +195,11 @@ impl NetThread {
         }
     }
 
-    /// Reads what the client sent; `to_eof` when the poller saw its side close (a short read
-    /// then does not mean there is nothing more: the EOF is still to be read).
+    /// Reads what the client sent (see [`ClientIo::read`]).
     fn read(&mut self, slot: usize, to_eof: bool) {
         let Some(client) = self.clients.get_mut(slot) else { return };
-        if client.eof || client.broken {
-            return;
-        }
-        loop {
-            if client.input.len() > MAX_BUFFERED {
-                client.read_paused = true;
-                return;
-            }
-            let before = client.input.len();
-            match client.input.read_from(&mut &*client.socket) {
-                Ok(Filled::Eof) => {
-                    client.eof = true;
-                    return;
-                }
-                Ok(Filled::Bytes { drained }) => {
-                    let n = client.input.len() - before;
-                    client.arrivals.arrived(n);
-                    if drained && !to_eof {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    client.broken = true;
-                    return;
-                }
-            }
+        if client.io.read(&*client.socket, to_eof, ReadLimit::Bytes(MAX_BUFFERED)) {
+            client.read_paused = true;
         }
     }
 
@@ -251,7 +209,7 @@ impl NetThread {
         loop {
             self.flush(slot);
             let Some(client) = self.clients.get_mut(slot) else { return };
-            if client.in_flight || client.closing || client.broken || client.written < client.output.len() {
+            if client.in_flight || client.closing || client.io.broken || !client.io.flushed() {
                 break;
             }
             if client.skip > 0 {
@@ -268,7 +226,7 @@ impl NetThread {
             match parse_request(client.pending(), &self.limits) {
                 Parse::Incomplete => break,
                 Parse::Invalid(invalid) => {
-                    invalid.reply.write_to(&mut client.output);
+                    invalid.reply.write_to(client.io.output());
                     let n = invalid.skip.min(client.pending().len());
                     client.consume(n);
                     client.skip = invalid.skip - n;
@@ -278,11 +236,12 @@ impl NetThread {
                 Parse::Complete(request) => {
                     let consumed = request.consumed;
                     if matches!(request.command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit) {
-                        let arrival = client.arrivals.first();
+                        let arrival = client.io.arrival();
                         let quit = request.command == Command::Quit;
                         if !request.noreply && !quit {
                             let queue_len = self.queue.len();
-                            self.local.answer(&request, client.input.pending(), queue_len, &mut client.output);
+                            let (pending, output) = client.io.pending_and_output();
+                            self.local.answer(&request, pending, queue_len, output);
                         }
                         client.consume(consumed);
                         client.closing |= quit;
@@ -300,7 +259,7 @@ impl NetThread {
                     if job.request.as_ref().is_some_and(|r| r.command.is_retrieval()) {
                         self.round_robin = self.round_robin.wrapping_add(1);
                     }
-                    job.times = Timestamps::at(client.arrivals.first());
+                    job.times = Timestamps::at(client.io.arrival());
                     client.consume(consumed);
                     client.in_flight = true;
                     job.times.enqueue = Instant::now();
@@ -308,7 +267,7 @@ impl NetThread {
                     self.recorder.queue_length(job.times.enqueue, self.queue.len());
                     if self.queue.send(job).is_err() {
                         // Workers are gone: we are shutting down.
-                        client.broken = true;
+                        client.io.broken = true;
                         client.in_flight = false;
                         break;
                     }
@@ -331,22 +290,7 @@ impl NetThread {
     /// Writes what the socket takes of the client's output; asks for writable events otherwise.
     fn flush(&mut self, slot: usize) {
         let Some(client) = self.clients.get_mut(slot) else { return };
-        while client.written < client.output.len() && !client.broken {
-            match (&*client.socket).write(&client.output[client.written..]) {
-                Ok(0) => client.broken = true,
-                Ok(n) => client.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => client.broken = true,
-            }
-        }
-        if client.written == client.output.len() {
-            client.output.clear();
-            client.written = 0;
-        }
-        let want = client.written < client.output.len() && !client.broken;
-        if want != client.wants_writable {
-            client.wants_writable = want;
+        if let Some(want) = client.io.flush(&*client.socket) {
             let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
             let fd = client.socket.as_raw_fd();
             let _ = self.poll.registry().reregister(&mut SourceFd(&fd), Token(slot), interest);
@@ -360,7 +304,7 @@ impl NetThread {
             if let Some(client) = self.clients.get_mut(slot) {
                 client.in_flight = false;
                 if job.written < job.reply.len() {
-                    client.output.extend_from_slice(&job.reply[job.written..]);
+                    client.io.output().extend_from_slice(&job.reply[job.written..]);
                 }
             }
             job.recycle();

@@ -29,7 +29,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use socket2::{Domain, Socket, Type};
 
-use crate::buffer::{Arrivals, Filled, ReadBuffer};
+use crate::client_io::{ClientIo, ReadLimit};
 use crate::config::{Config, Distribution};
 use crate::local::{LiveTotals, LocalAnswers};
 use crate::metrics::{kind_of, Outcome, Recorder, Timestamps, WindowClock};
@@ -114,28 +114,23 @@ fn reuse_port_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 
 struct Client {
     socket: TcpStream,
-    input: ReadBuffer,
-    /// When the bytes in `input` arrived.
-    arrivals: Arrivals,
+    /// What was read and not yet parsed, and the replies waiting for the socket.
+    io: ClientIo,
+    /// Bytes still to discard (the data block of a value that was too large).
     skip: usize,
-    output: Vec<u8>,
-    written: usize,
     /// In-flight entries, in request order.
     replies: VecDeque<usize>,
+    /// No more requests: close once the replies are written (quit, lost framing, shutdown).
     closing: bool,
-    eof: bool,
-    broken: bool,
-    wants_writable: bool,
 }
 
 impl Client {
     fn pending(&self) -> &[u8] {
-        self.input.pending()
+        self.io.pending()
     }
 
     fn consume(&mut self, n: usize) {
-        self.input.consume(n);
-        self.arrivals.consumed(n);
+        self.io.consume(n);
     }
 }
 
@@ -307,16 +302,10 @@ impl EventLoop {
                     }
                     entry.insert(Client {
                         socket,
-                        input: ReadBuffer::new(READ_CHUNK),
-                        arrivals: Arrivals::default(),
+                        io: ClientIo::new(READ_CHUNK),
                         skip: 0,
-                        output: Vec::new(),
-                        written: 0,
                         replies: VecDeque::new(),
                         closing: false,
-                        eof: false,
-                        broken: false,
-                        wants_writable: false,
                     });
                     self.local.connection_opened();
                 }
@@ -327,46 +316,19 @@ impl EventLoop {
         }
     }
 
-    /// Reads what the client sent; `to_eof` when the poller saw its side close (a short read
-    /// then does not mean there is nothing more: the EOF is still to be read).
+    /// Reads what the client sent (see [`ClientIo::read`]); with enough requests in flight,
+    /// reading pauses (pump reads again once replies drain).
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(client) = self.clients.get_mut(slot) else { return };
-        if client.eof || client.broken {
-            return;
-        }
-        loop {
-            if client.replies.len() >= MAX_IN_FLIGHT_PER_CLIENT && client.pending().len() > READ_CHUNK {
-                // Enough queued: read again once replies drain (pump calls back).
-                return;
-            }
-            let before = client.input.len();
-            match client.input.read_from(&mut client.socket) {
-                Ok(Filled::Eof) => {
-                    client.eof = true;
-                    return;
-                }
-                Ok(Filled::Bytes { drained }) => {
-                    let n = client.input.len() - before;
-                    client.arrivals.arrived(n);
-                    if drained && !to_eof {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    client.broken = true;
-                    return;
-                }
-            }
-        }
+        let limit = if client.replies.len() >= MAX_IN_FLIGHT_PER_CLIENT { ReadLimit::Bytes(READ_CHUNK) } else { ReadLimit::None };
+        client.io.read(&client.socket, to_eof, limit);
     }
 
     /// Parses and starts the client's requests, up to the in-flight limit.
     fn pump(&mut self, slot: usize) {
         loop {
             let Some(client) = self.clients.get_mut(slot) else { return };
-            if client.closing || client.broken || client.replies.len() >= MAX_IN_FLIGHT_PER_CLIENT {
+            if client.closing || client.io.broken || client.replies.len() >= MAX_IN_FLIGHT_PER_CLIENT {
                 break;
             }
             if client.skip > 0 {
@@ -400,7 +362,7 @@ impl EventLoop {
                 Parse::Complete(request) => self.start_request(slot, request),
             }
         }
-        if self.clients.get(slot).is_some_and(|c| !c.eof && c.replies.len() < MAX_IN_FLIGHT_PER_CLIENT) {
+        if self.clients.get(slot).is_some_and(|c| !c.io.eof && c.replies.len() < MAX_IN_FLIGHT_PER_CLIENT) {
             // Reading may have stopped at the in-flight limit with bytes left in the socket.
             let pending = self.clients[slot].pending().len();
             if pending <= READ_CHUNK {
@@ -420,7 +382,7 @@ impl EventLoop {
         let entry = self.inflight.get_mut(index);
         entry.client = Some(slot);
         entry.input.extend_from_slice(&client.pending()[..request.consumed]);
-        entry.times = Timestamps::at(client.arrivals.first());
+        entry.times = Timestamps::at(client.io.arrival());
         entry.times.enqueue = now;
         client.consume(request.consumed);
         client.replies.push_back(index);
@@ -632,7 +594,7 @@ impl EventLoop {
                 break;
             }
             client.replies.pop_front();
-            client.output.extend_from_slice(&entry.reply);
+            client.io.output().extend_from_slice(&entry.reply);
             entry.times.reply_written = Instant::now();
             if let Some(request) = entry.request.as_ref() {
                 let kind = kind_of(request);
@@ -647,22 +609,7 @@ impl EventLoop {
 
     fn flush_client(&mut self, slot: usize) {
         let Some(client) = self.clients.get_mut(slot) else { return };
-        while client.written < client.output.len() && !client.broken {
-            match client.socket.write(&client.output[client.written..]) {
-                Ok(0) => client.broken = true,
-                Ok(n) => client.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => client.broken = true,
-            }
-        }
-        if client.written == client.output.len() {
-            client.output.clear();
-            client.written = 0;
-        }
-        let want = client.written < client.output.len() && !client.broken;
-        if want != client.wants_writable {
-            client.wants_writable = want;
+        if let Some(want) = client.io.flush(&client.socket) {
             let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
             let _ = self.poll.registry().reregister(&mut client.socket, Token(slot), interest);
         }
@@ -670,14 +617,12 @@ impl EventLoop {
 
     fn close_if_done(&mut self, slot: usize) {
         let Some(client) = self.clients.get(slot) else { return };
-        let flushed = client.written == client.output.len();
-        let finished = client.broken
-            || ((client.closing || client.eof) && flushed && client.replies.is_empty() && (client.closing || client.pending().is_empty() || client.eof));
+        let finished = client.io.broken || ((client.closing || client.io.eof) && client.io.flushed() && client.replies.is_empty());
         if !finished {
             return;
         }
         // With EOF but complete requests still buffered, answer them first.
-        if client.eof && !client.closing && !client.broken && !client.pending().is_empty() {
+        if client.io.eof && !client.closing && !client.io.broken && !client.pending().is_empty() {
             if let Parse::Complete(_) | Parse::Invalid(_) = parse_request(client.pending(), &self.limits) {
                 return;
             }
