@@ -285,49 +285,61 @@ def factorial_plot(variations: Mapping[str, pd.DataFrame]) -> Figure | None:
     return figure
 
 
-def interactive_law_plot(frame: pd.DataFrame, x: str, by: Sequence[str]) -> Figure | None:
-    """Measured X and R against what the interactive law predicts from the other one."""
+def _measured_against_predicted(
+    frame: pd.DataFrame,
+    x: str,
+    by: Sequence[str],
+    columns: tuple[str, str, str, str],
+    predicted_labels: tuple[str, str],
+    response_label: str,
+    title: str,
+) -> Figure | None:
+    """Throughput (left) and response time (right) against `x`: measured solid, predicted
+    dashed, one colour per series. `columns`: measured X, predicted X, measured R, predicted R."""
     if frame.empty or x not in frame or frame[x].nunique() < 2:
         return None
+    measured_x, predicted_x, measured_r, predicted_r = columns
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
     for index, (label, rows) in enumerate(_series(frame, x, by)):
         color = f"C{index % 10}"
         xs = rows[x].to_numpy(dtype=float)
-        left.plot(xs, rows["throughput"], marker="o", color=color, label=f"{label} measured")
         dashed = {"marker": "x", "linestyle": "--", "color": color}
-        left.plot(xs, rows["predicted_throughput"], **dashed, label=f"{label} N/(R+Z)")
-        right.plot(xs, rows["response_time"], marker="o", color=color, label=f"{label} measured")
-        right.plot(xs, rows["predicted_response_time"], **dashed, label=f"{label} N/X−Z")
+        left.plot(xs, rows[measured_x], marker="o", color=color, label=f"{label} measured")
+        left.plot(xs, rows[predicted_x], **dashed, label=f"{label} {predicted_labels[0]}")
+        right.plot(xs, rows[measured_r], marker="o", color=color, label=f"{label} measured")
+        right.plot(xs, rows[predicted_r], **dashed, label=f"{label} {predicted_labels[1]}")
     left.set_ylabel("Throughput (requests/s)")
-    right.set_ylabel("Response time R (ms)")
+    right.set_ylabel(response_label)
     for ax in (left, right):
         ax.set_xlabel(axis_label(x))
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="x-small")
-    figure.suptitle("Interactive response-time law: measured (solid) and predicted (dashed)")
+    figure.suptitle(title)
     return figure
+
+
+def interactive_law_plot(frame: pd.DataFrame, x: str, by: Sequence[str]) -> Figure | None:
+    """Measured X and R against what the interactive law predicts from the other one."""
+    return _measured_against_predicted(
+        frame,
+        x,
+        by,
+        ("throughput", "predicted_throughput", "response_time", "predicted_response_time"),
+        ("N/(R+Z)", "N/X−Z"),
+        "Response time R (ms)",
+        "Interactive response-time law: measured (solid) and predicted (dashed)",
+    )
 
 
 def model_plot(comparison: pd.DataFrame, x: str, by: Sequence[str]) -> Figure | None:
     """MVA-predicted (dashed) against measured (solid) system throughput and response time."""
-    if comparison.empty or x not in comparison or comparison[x].nunique() < 2:
-        return None
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
-    for index, (label, rows) in enumerate(_series(comparison, x, by)):
-        color = f"C{index % 10}"
-        xs = rows[x].to_numpy(dtype=float)
-        left.plot(xs, rows["system_throughput_measured"], marker="o", color=color, label=f"{label} measured")
-        dashed = {"marker": "x", "linestyle": "--", "color": color}
-        left.plot(xs, rows["system_throughput_predicted"], **dashed, label=f"{label} MVA")
-        right.plot(xs, rows["response_ms_measured"], marker="o", color=color, label=f"{label} measured")
-        right.plot(xs, rows["response_ms_predicted"], **dashed, label=f"{label} MVA")
-    left.set_ylabel("Throughput (requests/s)")
-    right.set_ylabel("Response time on the clients (ms)")
-    for ax in (left, right):
-        ax.set_xlabel(axis_label(x))
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="x-small")
-    figure.suptitle("Network of queues (MVA) against the measurements")
-    return figure
+    return _measured_against_predicted(
+        comparison,
+        x,
+        by,
+        ("system_throughput_measured", "system_throughput_predicted", "response_ms_measured", "response_ms_predicted"),
+        ("MVA", "MVA"),
+        "Response time on the clients (ms)",
+        "Network of queues (MVA) against the measurements",
+    )

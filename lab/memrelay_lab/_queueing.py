@@ -39,8 +39,27 @@ class UnstableSystemError(ValueError):
         )
 
 
+@dataclass(frozen=True)
 class _QueueMetrics:
-    """What M/M/1 and M/M/m results share: argument-taking metrics and JSON output."""
+    """What M/M/1 and M/M/m results share: the metrics of both boxes, argument-taking metrics
+    and JSON output."""
+
+    arrival_rate: float
+    service_rate: float
+    servers: int
+    traffic_intensity: float
+    utilization: float
+    throughput: float
+    prob_zero_jobs: float
+    prob_queueing: float
+    mean_jobs_in_system: float
+    var_jobs_in_system: float
+    mean_jobs_in_queue: float
+    var_jobs_in_queue: float
+    mean_response_time: float
+    var_response_time: float
+    mean_waiting_time: float
+    var_waiting_time: float
 
     def response_time_percentile(self, q: float) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -72,22 +91,6 @@ class _QueueMetrics:
 class MM1(_QueueMetrics):
     """Metrics of an M/M/1 queue, Jain Box 31.1. Build it with `mm1()`."""
 
-    arrival_rate: float
-    service_rate: float
-    servers: int
-    traffic_intensity: float
-    utilization: float
-    throughput: float
-    prob_zero_jobs: float
-    prob_queueing: float
-    mean_jobs_in_system: float
-    var_jobs_in_system: float
-    mean_jobs_in_queue: float
-    var_jobs_in_queue: float
-    mean_response_time: float
-    var_response_time: float
-    mean_waiting_time: float
-    var_waiting_time: float
     mean_jobs_per_busy_period: float
     var_jobs_per_busy_period: float
     mean_busy_period: float
@@ -157,22 +160,6 @@ class MMm(_QueueMetrics):
     `service_rate` is per server; `prob_queueing` is Erlang's C formula (Jain's varrho).
     """
 
-    arrival_rate: float
-    service_rate: float
-    servers: int
-    traffic_intensity: float
-    utilization: float
-    throughput: float
-    prob_zero_jobs: float
-    prob_queueing: float
-    mean_jobs_in_system: float
-    var_jobs_in_system: float
-    mean_jobs_in_queue: float
-    var_jobs_in_queue: float
-    mean_response_time: float
-    var_response_time: float
-    mean_waiting_time: float
-    var_waiting_time: float
 
     @property
     def rho(self) -> float:
