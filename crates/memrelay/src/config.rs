@@ -208,8 +208,5 @@ impl Config {
 }
 
 fn resolve(name: &str) -> Result<SocketAddr, String> {
-    name.to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or_else(|| "resolves to no address".to_string())
+    name.to_socket_addrs().map_err(|e| e.to_string())?.next().ok_or_else(|| "resolves to no address".to_string())
 }

@@ -42,7 +42,6 @@ impl fmt::Display for Failure {
     }
 }
 
-
 /// Which target's reply a replicated request relays: the first failure in target order (a
 /// connection failure, or a server's own failure reply such as NOT_STORED), otherwise the
 /// first target's success reply. `results` gives, per target, its reply status or its failure.

@@ -114,11 +114,7 @@ pub struct ParseKeyHashError(pub String);
 
 impl fmt::Display for ParseKeyHashError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown key hash {:?} (expected \"md5\" or \"fnv1a_64\")",
-            self.0
-        )
+        write!(f, "unknown key hash {:?} (expected \"md5\" or \"fnv1a_64\")", self.0)
     }
 }
 
@@ -175,10 +171,7 @@ pub struct RingServer {
 impl RingServer {
     /// A server with an explicit ring name (twemproxy's `host:port:weight name`).
     pub fn new(name: impl Into<String>, weight: u32) -> RingServer {
-        RingServer {
-            name: name.into(),
-            weight,
-        }
+        RingServer { name: name.into(), weight }
     }
 
     /// The ring name twemproxy gives an unnamed server configured as
@@ -186,11 +179,7 @@ impl RingServer {
     /// IPv6 addresses are written without brackets, as in a twemproxy line.
     pub fn from_addr(addr: SocketAddr, weight: u32) -> RingServer {
         let ip = addr.ip().to_string();
-        let name = if addr.port() == KETAMA_DEFAULT_PORT {
-            ip
-        } else {
-            format!("{ip}:{}", addr.port())
-        };
+        let name = if addr.port() == KETAMA_DEFAULT_PORT { ip } else { format!("{ip}:{}", addr.port()) };
         RingServer { name, weight }
     }
 
@@ -200,14 +189,8 @@ impl RingServer {
     pub fn from_host_port(host_port: &str, weight: u32) -> Result<RingServer, RingError> {
         let bad = || RingError::BadServer(host_port.to_owned());
         let (host, port) = host_port.rsplit_once(':').ok_or_else(bad)?;
-        let port = parse_c_uint(port)
-            .filter(|&p| (1..=65535).contains(&p))
-            .ok_or_else(bad)?;
-        let name = if port == u32::from(KETAMA_DEFAULT_PORT) {
-            host.to_owned()
-        } else {
-            host_port.to_owned()
-        };
+        let port = parse_c_uint(port).filter(|&p| (1..=65535).contains(&p)).ok_or_else(bad)?;
+        let name = if port == u32::from(KETAMA_DEFAULT_PORT) { host.to_owned() } else { host_port.to_owned() };
         Ok(RingServer { name, weight })
     }
 
@@ -266,14 +249,12 @@ impl fmt::Display for RingError {
             RingError::Empty => f.write_str("ketama ring: no servers"),
             RingError::ZeroWeight(s) => write!(f, "ketama ring: server {s:?} has weight 0"),
             RingError::WeightOverflow => f.write_str("ketama ring: total weight exceeds u32"),
-            RingError::NameTooLong(s) => write!(
-                f,
-                "ketama ring: server name {s:?} is too long for twemproxy's {MAX_HOSTLEN}-byte point buffer"
-            ),
-            RingError::BadServer(s) => write!(
-                f,
-                "ketama ring: {s:?} is not \"host:port\" / \"host:port:weight [name]\""
-            ),
+            RingError::NameTooLong(s) => {
+                write!(f, "ketama ring: server name {s:?} is too long for twemproxy's {MAX_HOSTLEN}-byte point buffer")
+            }
+            RingError::BadServer(s) => {
+                write!(f, "ketama ring: {s:?} is not \"host:port\" / \"host:port:weight [name]\"")
+            }
         }
     }
 }
@@ -317,15 +298,10 @@ impl Ring {
             if s.weight == 0 {
                 return Err(RingError::ZeroWeight(s.name.clone()));
             }
-            total = total
-                .checked_add(s.weight)
-                .ok_or(RingError::WeightOverflow)?;
+            total = total.checked_add(s.weight).ok_or(RingError::WeightOverflow)?;
         }
 
-        let points: Box<[u32]> = servers
-            .iter()
-            .map(|s| points_for(s.weight, total, nservers))
-            .collect();
+        let points: Box<[u32]> = servers.iter().map(|s| points_for(s.weight, total, nservers)).collect();
         let npoints: usize = points.iter().map(|&p| p as usize).sum();
         let mut continuum: Vec<(u32, u32)> = Vec::with_capacity(npoints);
         let mut host = Vec::with_capacity(MAX_HOSTLEN);
@@ -463,10 +439,7 @@ mod tests {
         assert_eq!(w[0], 3_853_726_576);
         assert_eq!(w[3], 2_667_054_752);
         // hashlib: the four points of the first group of "127.0.0.1:11212".
-        assert_eq!(
-            md5_words(b"127.0.0.1:11212-0"),
-            [647_876_633, 3_420_366_637, 96_110_928, 4_175_585_575]
-        );
+        assert_eq!(md5_words(b"127.0.0.1:11212-0"), [647_876_633, 3_420_366_637, 96_110_928, 4_175_585_575]);
     }
 
     #[test]
@@ -487,11 +460,7 @@ mod tests {
         //   signed char:   v = b if b < 128 else b | 0xffffff00  -> 2046707310, 1756336354
         //   unsigned char: v = b (= low 32 bits of real FNV-1a) -> 2248338286, 1580234466
         let signed = c_char::MIN != 0;
-        let (ff, word) = if signed {
-            (2_046_707_310, 1_756_336_354)
-        } else {
-            (2_248_338_286, 1_580_234_466)
-        };
+        let (ff, word) = if signed { (2_046_707_310, 1_756_336_354) } else { (2_248_338_286, 1_580_234_466) };
         assert_eq!(KeyHash::Fnv1a64.hash(b"\xff"), ff);
         assert_eq!(KeyHash::Fnv1a64.hash(b"key:\xe9t\xe9"), word);
     }
@@ -516,32 +485,15 @@ mod tests {
         let v6: SocketAddr = "[::1]:11300".parse().unwrap();
         assert_eq!(RingServer::from_addr(v6, 1).name, "::1:11300");
 
-        assert_eq!(
-            RingServer::from_host_port("localhost:11212", 1)
-                .unwrap()
-                .name,
-            "localhost:11212"
-        );
-        assert_eq!(
-            RingServer::from_host_port("mc1:11211", 1).unwrap().name,
-            "mc1"
-        );
+        assert_eq!(RingServer::from_host_port("localhost:11212", 1).unwrap().name, "localhost:11212");
+        assert_eq!(RingServer::from_host_port("mc1:11211", 1).unwrap().name, "mc1");
         assert!(RingServer::from_host_port("mc1", 1).is_err());
         assert!(RingServer::from_host_port("mc1:0", 1).is_err());
         assert!(RingServer::from_host_port("mc1:70000", 1).is_err());
 
-        assert_eq!(
-            RingServer::from_twemproxy("127.0.0.1:11212:3").unwrap(),
-            RingServer::new("127.0.0.1:11212", 3)
-        );
-        assert_eq!(
-            RingServer::from_twemproxy("127.0.0.1:11211:1").unwrap(),
-            RingServer::new("127.0.0.1", 1)
-        );
-        assert_eq!(
-            RingServer::from_twemproxy("127.0.0.1:11212:1 server1").unwrap(),
-            RingServer::new("server1", 1)
-        );
+        assert_eq!(RingServer::from_twemproxy("127.0.0.1:11212:3").unwrap(), RingServer::new("127.0.0.1:11212", 3));
+        assert_eq!(RingServer::from_twemproxy("127.0.0.1:11211:1").unwrap(), RingServer::new("127.0.0.1", 1));
+        assert_eq!(RingServer::from_twemproxy("127.0.0.1:11212:1 server1").unwrap(), RingServer::new("server1", 1));
         assert_eq!(
             RingServer::from_twemproxy("127.0.0.1:11212:0"),
             Err(RingError::ZeroWeight("127.0.0.1:11212:0".into()))
@@ -590,23 +542,14 @@ mod tests {
     fn bad_rings_are_refused() {
         assert_eq!(Ring::new(&[], KeyHash::Md5).unwrap_err(), RingError::Empty);
         let z = [RingServer::new("a", 1), RingServer::new("b", 0)];
-        assert_eq!(
-            Ring::new(&z, KeyHash::Md5).unwrap_err(),
-            RingError::ZeroWeight("b".into())
-        );
+        assert_eq!(Ring::new(&z, KeyHash::Md5).unwrap_err(), RingError::ZeroWeight("b".into()));
         let o = [RingServer::new("a", u32::MAX), RingServer::new("b", 1)];
-        assert_eq!(
-            Ring::new(&o, KeyHash::Md5).unwrap_err(),
-            RingError::WeightOverflow
-        );
+        assert_eq!(Ring::new(&o, KeyHash::Md5).unwrap_err(), RingError::WeightOverflow);
         // "<name>-39" must fit in 85 bytes: 82 is the longest name for 160 points.
         let ok = [RingServer::new("x".repeat(82), 1), RingServer::new("b", 1)];
         assert!(Ring::new(&ok, KeyHash::Md5).is_ok());
         let long = [RingServer::new("x".repeat(83), 1), RingServer::new("b", 1)];
-        assert!(matches!(
-            Ring::new(&long, KeyHash::Md5),
-            Err(RingError::NameTooLong(_))
-        ));
+        assert!(matches!(Ring::new(&long, KeyHash::Md5), Err(RingError::NameTooLong(_))));
     }
 
     #[test]

@@ -235,7 +235,8 @@ impl NetThread {
                 }
                 Parse::Complete(request) => {
                     let consumed = request.consumed;
-                    if matches!(request.command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit) {
+                    if matches!(request.command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit)
+                    {
                         let arrival = client.io.arrival();
                         let quit = request.command == Command::Quit;
                         if !request.noreply && !quit {

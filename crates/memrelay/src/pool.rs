@@ -42,7 +42,14 @@ pub fn run(config: Config, shutdown: Arc<AtomicBool>) -> Result<(), String> {
     let (to_stats, stats_in) = crossbeam_channel::unbounded();
     let (recycle_out, recycle_in) = crossbeam_channel::unbounded();
     let recorder = |thread: usize| {
-        Recorder::new(thread as u16, clock, servers, config.args.request_log_sample, to_stats.clone(), recycle_in.clone())
+        Recorder::new(
+            thread as u16,
+            clock,
+            servers,
+            config.args.request_log_sample,
+            to_stats.clone(),
+            recycle_in.clone(),
+        )
     };
     let live = LiveTotals::new(servers);
     let stats = StatsThread::new(Arc::clone(&config), clock, workers + 1, stats_in, recycle_out, Arc::clone(&live))
@@ -90,6 +97,9 @@ pub fn run(config: Config, shutdown: Arc<AtomicBool>) -> Result<(), String> {
     stats_result.map_err(|e| format!("cannot write statistics: {e}"))
 }
 
-fn spawn(name: &str, body: impl FnOnce() -> io::Result<()> + Send + 'static) -> Result<thread::JoinHandle<io::Result<()>>, String> {
+fn spawn(
+    name: &str,
+    body: impl FnOnce() -> io::Result<()> + Send + 'static,
+) -> Result<thread::JoinHandle<io::Result<()>>, String> {
     thread::Builder::new().name(name.into()).spawn(body).map_err(|e| format!("cannot start thread {name}: {e}"))
 }

@@ -248,7 +248,8 @@ mod tests {
     use memrelay_protocol::{parse_request, Limits, Parse};
 
     fn router(extra: &[&str]) -> Router {
-        let mut argv = vec!["memrelay", "--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--server", "127.0.0.1:3"];
+        let mut argv =
+            vec!["memrelay", "--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--server", "127.0.0.1:3"];
         argv.extend_from_slice(extra);
         Router::new(&Config::from_args(Args::parse_from(argv)).unwrap()).unwrap()
     }
@@ -272,7 +273,8 @@ mod tests {
     #[test]
     fn writes_go_everywhere_primary_first() {
         let r = router(&[]);
-        for line in [&b"set k 0 0 1\r\nx\r\n"[..], b"delete k\r\n", b"incr k 1\r\n", b"touch k 1\r\n", b"flush_all\r\n"] {
+        for line in [&b"set k 0 0 1\r\nx\r\n"[..], b"delete k\r\n", b"incr k 1\r\n", b"touch k 1\r\n", b"flush_all\r\n"]
+        {
             let (plan, out) = route(&r, line, 7);
             assert_eq!(plan, Plan::Replicate);
             let mut sorted = out.targets.clone();
@@ -324,7 +326,8 @@ mod tests {
         let server1 = b"VALUE a 0 1\r\n1\r\n".as_slice();
         let mut out = Vec::new();
         let mut cursors = [0, 0];
-        let hits = coalesce(keys.into_iter(), &owner, |s| if s == 0 { server0 } else { server1 }, &mut cursors, &mut out);
+        let hits =
+            coalesce(keys.into_iter(), &owner, |s| if s == 0 { server0 } else { server1 }, &mut cursors, &mut out);
         assert_eq!(hits, 3);
         assert_eq!(out, b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nVALUE a 0 1\r\n1\r\n");
     }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
-pub use crate::failure::Failure;
 use crate::buffer::{Filled, ReadBuffer};
+pub use crate::failure::Failure;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -147,9 +147,8 @@ impl ServerConn {
         let Some(stream) = self.stream.as_ref() else { return false };
         let mut byte = [0u8; 1];
         // SAFETY: recv into a valid one-byte buffer on a socket we own; MSG_DONTWAIT never blocks.
-        let n = unsafe {
-            libc::recv(stream.as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-        };
+        let n =
+            unsafe { libc::recv(stream.as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
         n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
     }
 

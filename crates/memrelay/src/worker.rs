@@ -11,10 +11,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use memrelay_protocol::{compose, Command, Expect, Request, Status};
 
 use crate::config::{Config, Distribution};
+use crate::failure::{pick_reply, Failure};
 use crate::job::Job;
 use crate::metrics::{kind_of, Outcome, Recorder};
 use crate::routing::{coalesce, expect_for, without_noreply, Plan, RouteBuf, Router};
-use crate::failure::{pick_reply, Failure};
 use crate::server::ServerConn;
 
 pub struct Worker {
@@ -225,7 +225,16 @@ impl Worker {
         // The cas token only means something on the primary; the replicas get a plain set.
         self.rewritten.clear();
         let data = &job.input[request.data.clone()];
-        compose::storage(&mut self.rewritten, Command::Set, request.key(&job.input), request.flags, request.exptime, data, 0, false);
+        compose::storage(
+            &mut self.rewritten,
+            Command::Set,
+            request.key(&job.input),
+            request.flags,
+            request.exptime,
+            data,
+            0,
+            false,
+        );
         self.route.targets.clear();
         self.route.targets.extend_from_slice(&self.copies);
         self.exchange(job, Outgoing::Rewritten, Expect::Line, deadline);

@@ -56,14 +56,7 @@ impl Drop for Proc {
 /// Finds `name` on PATH or in the usual sbin/bin directories, or fails the test.
 fn find_binary(name: &str) -> PathBuf {
     let path = env::var_os("PATH").unwrap_or_default();
-    let fallback = [
-        "/usr/sbin",
-        "/usr/local/sbin",
-        "/usr/bin",
-        "/usr/local/bin",
-        "/sbin",
-        "/bin",
-    ];
+    let fallback = ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin", "/sbin", "/bin"];
     env::split_paths(&path)
         .chain(fallback.iter().map(PathBuf::from))
         .map(|dir| dir.join(name))
@@ -78,10 +71,7 @@ fn find_binary(name: &str) -> PathBuf {
 
 /// A port that was free a moment ago (bind to 0, read it, release it).
 fn free_port(ip: Ipv4Addr) -> u16 {
-    TcpListener::bind((ip, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind an ephemeral port")
+    TcpListener::bind((ip, 0)).and_then(|l| l.local_addr()).map(|a| a.port()).expect("bind an ephemeral port")
 }
 
 /// Waits until `addr` accepts connections; false if `proc` exits first or time runs out.
@@ -101,8 +91,7 @@ fn wait_listening(addr: SocketAddr, proc: &mut Proc) -> bool {
 
 fn memcached_cmd(bin: &Path, addr: SocketAddr) -> Command {
     let mut cmd = Command::new(bin);
-    cmd.args(["-p", &addr.port().to_string(), "-l", &addr.ip().to_string()])
-        .args(["-U", "0", "-m", "64"]);
+    cmd.args(["-p", &addr.port().to_string(), "-l", &addr.ip().to_string()]).args(["-U", "0", "-m", "64"]);
     // memcached refuses to run as root unless told which user to be.
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
@@ -115,10 +104,7 @@ fn memcached_cmd(bin: &Path, addr: SocketAddr) -> Command {
 fn start_memcached(bin: &Path, ip: Ipv4Addr) -> (Proc, SocketAddr) {
     for _ in 0..10 {
         let addr = SocketAddr::from((ip, free_port(ip)));
-        let mut p = Proc::spawn(
-            &mut memcached_cmd(bin, addr),
-            format!("memcached on {addr}"),
-        );
+        let mut p = Proc::spawn(&mut memcached_cmd(bin, addr), format!("memcached on {addr}"));
         if wait_listening(addr, &mut p) {
             return (p, addr);
         }
@@ -128,10 +114,7 @@ fn start_memcached(bin: &Path, ip: Ipv4Addr) -> (Proc, SocketAddr) {
 
 /// Starts memcached on exactly `addr`; None if it does not come up (port taken).
 fn start_memcached_at(bin: &Path, addr: SocketAddr) -> Option<Proc> {
-    let mut p = Proc::spawn(
-        &mut memcached_cmd(bin, addr),
-        format!("memcached on {addr}"),
-    );
+    let mut p = Proc::spawn(&mut memcached_cmd(bin, addr), format!("memcached on {addr}"));
     wait_listening(addr, &mut p).then_some(p)
 }
 
@@ -145,12 +128,7 @@ struct Backend {
 impl Backend {
     fn line(&self) -> String {
         match &self.name {
-            Some(n) => format!(
-                "{}:{}:{} {n}",
-                self.addr.ip(),
-                self.addr.port(),
-                self.weight
-            ),
+            Some(n) => format!("{}:{}:{} {n}", self.addr.ip(), self.addr.port(), self.weight),
             None => format!("{}:{}:{}", self.addr.ip(), self.addr.port(), self.weight),
         }
     }
@@ -180,12 +158,7 @@ fn start_nutcracker(dir: &Path, backends: &[Backend], hash: KeyHash) -> (Proc, S
         }
         let conf = dir.join(format!("nutcracker-{hash}-{attempt}.yml"));
         fs::write(&conf, &yml).expect("write nutcracker config");
-        let check = Command::new(&bin)
-            .arg("-t")
-            .arg("-c")
-            .arg(&conf)
-            .output()
-            .expect("run nutcracker -t");
+        let check = Command::new(&bin).arg("-t").arg("-c").arg(&conf).output().expect("run nutcracker -t");
         assert!(
             check.status.success(),
             "nutcracker -t rejected the config:\n{yml}\n{}",
@@ -193,10 +166,7 @@ fn start_nutcracker(dir: &Path, backends: &[Backend], hash: KeyHash) -> (Proc, S
         );
         let log = dir.join(format!("nutcracker-{hash}-{attempt}.log"));
         let mut cmd = Command::new(&bin);
-        cmd.arg("-c")
-            .arg(&conf)
-            .args(["-s", &stats.to_string(), "-a", "127.0.0.1", "-o"])
-            .arg(&log);
+        cmd.arg("-c").arg(&conf).args(["-s", &stats.to_string(), "-a", "127.0.0.1", "-o"]).arg(&log);
         let mut p = Proc::spawn(&mut cmd, format!("nutcracker on {listen}"));
         if wait_listening(listen, &mut p) {
             return (p, listen);
@@ -217,25 +187,17 @@ struct Conn {
 
 impl Conn {
     fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT)
-            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
         s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
         s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
         s.set_nodelay(true).unwrap();
-        Conn {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
-        }
+        Conn { r: BufReader::new(s.try_clone().unwrap()), w: s }
     }
 
     fn line(&mut self) -> Vec<u8> {
         let mut buf = Vec::new();
         self.r.read_until(b'\n', &mut buf).expect("read reply line");
-        assert!(
-            buf.ends_with(b"\r\n"),
-            "truncated reply {:?}",
-            String::from_utf8_lossy(&buf)
-        );
+        assert!(buf.ends_with(b"\r\n"), "truncated reply {:?}", String::from_utf8_lossy(&buf));
         buf.truncate(buf.len() - 2);
         buf
     }
@@ -291,16 +253,9 @@ impl Conn {
                     "unexpected get reply {:?}",
                     String::from_utf8_lossy(&line)
                 );
-                let j = batch
-                    .iter()
-                    .position(|k| k.as_slice() == fields[1])
-                    .expect("VALUE for a key not asked for");
+                let j = batch.iter().position(|k| k.as_slice() == fields[1]).expect("VALUE for a key not asked for");
                 let data = self.line();
-                assert_eq!(
-                    data,
-                    (b * 50 + j).to_string().as_bytes(),
-                    "value of key {j}"
-                );
+                assert_eq!(data, (b * 50 + j).to_string().as_bytes(), "value of key {j}");
                 held[b * 50 + j] = true;
             }
         }
@@ -317,11 +272,7 @@ fn test_keys() -> Vec<Vec<u8>> {
             2 => format!("user:{i}:profile").into_bytes(),
             3 => format!("{i}").into_bytes(),
             4 => format!("{}{i}", "k".repeat(i % 240)).into_bytes(),
-            5 => format!(
-                "session_{:016x}",
-                (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            )
-            .into_bytes(),
+            5 => format!("session_{:016x}", (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes(),
             6 => [b"caf\xc3\xa9:".as_slice(), i.to_string().as_bytes()].concat(),
             _ => [b"\xff\x80k".as_slice(), i.to_string().as_bytes(), b"\xe9"].concat(),
         })
@@ -340,10 +291,7 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
     let keys = test_keys();
     Conn::open(listen).set_all(&keys);
 
-    let held: Vec<Vec<bool>> = backends
-        .iter()
-        .map(|b| Conn::open(b.addr).held(&keys))
-        .collect();
+    let held: Vec<Vec<bool>> = backends.iter().map(|b| Conn::open(b.addr).held(&keys)).collect();
 
     let servers: Vec<RingServer> = backends.iter().map(Backend::ring_server).collect();
     for (b, s) in backends.iter().zip(&servers) {
@@ -375,10 +323,7 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
             ));
         }
     }
-    eprintln!(
-        "{what} ({hash}): keys per server {per_server:?}, {} mismatches",
-        mismatches.len()
-    );
+    eprintln!("{what} ({hash}): keys per server {per_server:?}, {} mismatches", mismatches.len());
     assert!(
         mismatches.is_empty(),
         "{what} ({hash}): {} of {NKEYS} keys placed differently from twemproxy, e.g.\n{}",
@@ -389,22 +334,13 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
 
 fn start_servers(n: usize) -> (Vec<Proc>, Vec<SocketAddr>) {
     let bin = find_binary("memcached");
-    (0..n)
-        .map(|_| start_memcached(&bin, Ipv4Addr::LOCALHOST))
-        .unzip()
+    (0..n).map(|_| start_memcached(&bin, Ipv4Addr::LOCALHOST)).unzip()
 }
 
 #[test]
 fn three_servers_place_keys_like_twemproxy() {
     let (_procs, addrs) = start_servers(3);
-    let unnamed: Vec<Backend> = addrs
-        .iter()
-        .map(|&addr| Backend {
-            addr,
-            weight: 1,
-            name: None,
-        })
-        .collect();
+    let unnamed: Vec<Backend> = addrs.iter().map(|&addr| Backend { addr, weight: 1, name: None }).collect();
     check_against_twemproxy(&unnamed, KeyHash::Md5, "3 servers, weight 1");
     check_against_twemproxy(&unnamed, KeyHash::Fnv1a64, "3 servers, weight 1");
 
@@ -412,11 +348,7 @@ fn three_servers_place_keys_like_twemproxy() {
     let named: Vec<Backend> = addrs
         .iter()
         .enumerate()
-        .map(|(i, &addr)| Backend {
-            addr,
-            weight: 1,
-            name: Some(format!("cache-{i}")),
-        })
+        .map(|(i, &addr)| Backend { addr, weight: 1, name: Some(format!("cache-{i}")) })
         .collect();
     check_against_twemproxy(&named, KeyHash::Md5, "3 named servers");
 }
@@ -427,26 +359,12 @@ fn five_servers_with_weights_place_keys_like_twemproxy() {
     // twemproxy's f32 point arithmetic gives these 28, 92, 224, 224, 224 points
     // where exact arithmetic would give 32, 96, 224, 224, 224.
     let weights = [1, 3, 7, 7, 7];
-    let backends: Vec<Backend> = addrs
-        .iter()
-        .zip(weights)
-        .map(|(&addr, weight)| Backend {
-            addr,
-            weight,
-            name: None,
-        })
-        .collect();
+    let backends: Vec<Backend> =
+        addrs.iter().zip(weights).map(|(&addr, weight)| Backend { addr, weight, name: None }).collect();
     check_against_twemproxy(&backends, KeyHash::Md5, "5 servers, weights 1,3,7,7,7");
     check_against_twemproxy(&backends, KeyHash::Fnv1a64, "5 servers, weights 1,3,7,7,7");
 
-    let equal: Vec<Backend> = addrs
-        .iter()
-        .map(|&addr| Backend {
-            addr,
-            weight: 1,
-            name: None,
-        })
-        .collect();
+    let equal: Vec<Backend> = addrs.iter().map(|&addr| Backend { addr, weight: 1, name: None }).collect();
     check_against_twemproxy(&equal, KeyHash::Fnv1a64, "5 servers, weight 1");
 }
 
@@ -465,11 +383,7 @@ fn port_11211_servers_place_keys_like_twemproxy() {
         let addr = SocketAddr::from((Ipv4Addr::new(127, 0, 0, x), 11211));
         if let Some(p) = start_memcached_at(&bin, addr) {
             procs.push(p);
-            backends.push(Backend {
-                addr,
-                weight: 1,
-                name: None,
-            });
+            backends.push(Backend { addr, weight: 1, name: None });
         }
     }
     if backends.len() < 3 {
@@ -479,10 +393,7 @@ fn port_11211_servers_place_keys_like_twemproxy() {
         );
         return;
     }
-    assert_eq!(
-        backends[0].ring_server().name,
-        backends[0].addr.ip().to_string()
-    );
+    assert_eq!(backends[0].ring_server().name, backends[0].addr.ip().to_string());
     check_against_twemproxy(&backends, KeyHash::Md5, "3 servers on port 11211");
     check_against_twemproxy(&backends, KeyHash::Fnv1a64, "3 servers on port 11211");
     drop(procs);

@@ -109,8 +109,11 @@ fn measurement_outputs(engine: &str) {
     // Deletes ("other"): half find their key.
     phase(&relay, |c, client| {
         for i in 0..DELETES_PER_CLIENT {
-            let (key, reply) =
-                if i % 2 == 0 { (format!("ms:{c}:{i}"), "DELETED\r\n") } else { (format!("ms:gone:{c}:{i}"), "NOT_FOUND\r\n") };
+            let (key, reply) = if i % 2 == 0 {
+                (format!("ms:{c}:{i}"), "DELETED\r\n")
+            } else {
+                (format!("ms:gone:{c}:{i}"), "NOT_FOUND\r\n")
+            };
             assert_eq!(client.line(format!("delete {key}\r\n").as_bytes()), reply);
         }
     });
@@ -224,7 +227,11 @@ fn check_windows(path: &Path, summary: &Value) {
     assert!(lines >= 1);
     for kind in ["get", "multiget", "set", "other"] {
         for field in ["count", "hits", "misses", "keys", "errors"] {
-            assert_eq!(sums[&format!("{kind}/{field}")], u(summary, &format!("/types/{kind}/{field}")), "windows' {kind} {field}");
+            assert_eq!(
+                sums[&format!("{kind}/{field}")],
+                u(summary, &format!("/types/{kind}/{field}")),
+                "windows' {kind} {field}"
+            );
         }
     }
     for (s, n) in per_server.iter().enumerate() {
@@ -239,7 +246,9 @@ fn check_requests_csv(path: &Path, total: u64) {
     let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
     let column = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
     let stamps: Vec<usize> =
-        ["arrival_us", "enqueue_us", "dequeue_us", "first_send_us", "last_reply_us", "reply_written_us"].map(column).to_vec();
+        ["arrival_us", "enqueue_us", "dequeue_us", "first_send_us", "last_reply_us", "reply_written_us"]
+            .map(column)
+            .to_vec();
     let (response, queue, service) = (column("response_us"), column("queue_us"), column("service_us"));
     let (kind, keys, hits, misses, error, servers) =
         (column("type"), column("keys"), column("hits"), column("misses"), column("error"), column("servers"));
@@ -321,7 +330,10 @@ fn stats_command(engine: &str) {
         assert_eq!(lines.pop(), Some("END"));
         for line in lines {
             let fields: Vec<&str> = line.split(' ').collect();
-            assert!(fields.len() == 3 && fields[0] == "STAT" && !fields[1].is_empty() && !fields[2].is_empty(), "{line:?}");
+            assert!(
+                fields.len() == 3 && fields[0] == "STAT" && !fields[1].is_empty() && !fields[2].is_empty(),
+                "{line:?}"
+            );
             assert!(fields[1].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{line:?}");
             if let Ok(value) = fields[2].parse() {
                 stats.insert(fields[1].to_string(), value);

@@ -188,7 +188,11 @@ fn failover_serves_reads_while_a_server_is_down(engine: &str) {
         assert_eq!(client.get(key).len(), 1, "{key}, whose primary is down, is read from its next replica");
     }
     // Without failover the same reads fail with SERVER_ERROR.
-    let plain = Memrelay::start(engine, &refs(&servers), &["--distribution", "ketama", "--replication", "2", "--server-timeout-ms", "500"]);
+    let plain = Memrelay::start(
+        engine,
+        &refs(&servers),
+        &["--distribution", "ketama", "--replication", "2", "--server-timeout-ms", "500"],
+    );
     let mut plain_client = plain.client();
     let reply = plain_client.get_reply(&format!("get {}\r\n", on_dead[0]));
     assert!(String::from_utf8_lossy(&reply).starts_with("SERVER_ERROR"), "{}", common::show(&reply));

@@ -200,21 +200,13 @@ pub const TOO_LARGE: &str = "object too large for cache";
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
     let Some(newline) = find_newline(buf) else {
         if buf.len() > limits.max_line_len {
-            return Parse::Invalid(Invalid {
-                reply: ErrorReply::Client(LINE_TOO_LONG),
-                skip: buf.len(),
-                close: true,
-            });
+            return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: buf.len(), close: true });
         }
         return Parse::Incomplete;
     };
     let line_with_end = newline + 1;
     if newline > limits.max_line_len {
-        return Parse::Invalid(Invalid {
-            reply: ErrorReply::Client(LINE_TOO_LONG),
-            skip: line_with_end,
-            close: true,
-        });
+        return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: line_with_end, close: true });
     }
     let line = trim_cr(&buf[..newline]);
     let mut toks = tokens(line);
@@ -317,11 +309,7 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
                 return Parse::Incomplete;
             }
             if &buf[end - 2..end] != b"\r\n" {
-                return Parse::Invalid(Invalid {
-                    reply: ErrorReply::Client(BAD_DATA_CHUNK),
-                    skip: end,
-                    close: true,
-                });
+                return Parse::Invalid(Invalid { reply: ErrorReply::Client(BAD_DATA_CHUNK), skip: end, close: true });
             }
             request.data = line_with_end..line_with_end + bytes;
             request.consumed = end;
@@ -345,9 +333,7 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
             request.key_count = 1;
             request.number = match parse_u64(args[1]) {
                 Some(delta) => delta,
-                None => {
-                    return Invalid::line(ErrorReply::Client("invalid numeric delta argument"), line_with_end)
-                }
+                None => return Invalid::line(ErrorReply::Client("invalid numeric delta argument"), line_with_end),
             };
             request.noreply = args.len() == 3;
         }

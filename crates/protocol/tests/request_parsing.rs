@@ -246,7 +246,8 @@ fn request() -> impl Strategy<Value = Owned> {
         proptest::collection::vec(any::<u8>(), 0..2000),
     )
         .prop_map(|(command, mut keys, flags, exptime, number, noreply, data)| {
-            let mut owned = Owned { command, keys: Vec::new(), flags: 0, exptime: 0, number: 0, noreply: false, data: Vec::new() };
+            let mut owned =
+                Owned { command, keys: Vec::new(), flags: 0, exptime: 0, number: 0, noreply: false, data: Vec::new() };
             if command.is_retrieval() {
                 owned.keys = keys;
                 return owned;

@@ -66,9 +66,25 @@ pub fn run(config: Config, shutdown: Arc<AtomicBool>) -> Result<(), String> {
     for id in 0..threads {
         let poll = Poll::new().map_err(|e| e.to_string())?;
         wakers.push(Arc::new(Waker::new(poll.registry(), WAKER).map_err(|e| e.to_string())?));
-        let listener = reuse_port_listener(config.listen).map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        let recorder = Recorder::new(id as u16, clock, servers, config.args.request_log_sample, to_stats.clone(), recycle_in.clone());
-        loops.push(EventLoop::new(poll, listener, &config, Arc::clone(&router), recorder, local.clone(), Arc::clone(&shutdown))?);
+        let listener =
+            reuse_port_listener(config.listen).map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        let recorder = Recorder::new(
+            id as u16,
+            clock,
+            servers,
+            config.args.request_log_sample,
+            to_stats.clone(),
+            recycle_in.clone(),
+        );
+        loops.push(EventLoop::new(
+            poll,
+            listener,
+            &config,
+            Arc::clone(&router),
+            recorder,
+            local.clone(),
+            Arc::clone(&shutdown),
+        )?);
     }
     drop((to_stats, recycle_in));
     {
@@ -174,12 +190,8 @@ impl EventLoop {
         shutdown: Arc<AtomicBool>,
     ) -> Result<EventLoop, String> {
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE).map_err(|e| e.to_string())?;
-        let upstreams = config
-            .servers
-            .iter()
-            .enumerate()
-            .map(|(i, &addr)| Upstream::new(addr, Token(UPSTREAM_BASE - i)))
-            .collect();
+        let upstreams =
+            config.servers.iter().enumerate().map(|(i, &addr)| Upstream::new(addr, Token(UPSTREAM_BASE - i))).collect();
         Ok(EventLoop {
             poll,
             listener: Some(listener),
@@ -320,7 +332,11 @@ impl EventLoop {
     /// reading pauses (pump reads again once replies drain).
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(client) = self.clients.get_mut(slot) else { return };
-        let limit = if client.replies.len() >= MAX_IN_FLIGHT_PER_CLIENT { ReadLimit::Bytes(READ_CHUNK) } else { ReadLimit::None };
+        let limit = if client.replies.len() >= MAX_IN_FLIGHT_PER_CLIENT {
+            ReadLimit::Bytes(READ_CHUNK)
+        } else {
+            ReadLimit::None
+        };
         client.io.read(&client.socket, to_eof, limit);
     }
 
@@ -439,7 +455,16 @@ impl EventLoop {
             self.scratch.clear();
             let bytes: &[u8] = if entry.copying {
                 let data = &entry.input[request.data.clone()];
-                compose::storage(&mut self.scratch, Command::Set, request.key(&entry.input), request.flags, request.exptime, data, 0, false);
+                compose::storage(
+                    &mut self.scratch,
+                    Command::Set,
+                    request.key(&entry.input),
+                    request.flags,
+                    request.exptime,
+                    data,
+                    0,
+                    false,
+                );
                 &self.scratch
             } else if entry.plan == Plan::Split {
                 let keys = request.keys(&entry.input).zip(&entry.key_owner).filter(|(_, &owner)| owner == server);
@@ -454,7 +479,8 @@ impl EventLoop {
             let upstream = &mut self.upstreams[server];
             self.recorder.server_request(server);
             if upstream.available(self.poll.registry(), now) {
-                let outstanding = Outstanding { request: index, generation, slot: slot as u16, expect, deadline: now + self.timeout };
+                let outstanding =
+                    Outstanding { request: index, generation, slot: slot as u16, expect, deadline: now + self.timeout };
                 upstream.push(bytes, outstanding);
                 if !self.dirty.contains(&server) {
                     self.dirty.push(server);
@@ -546,7 +572,9 @@ impl EventLoop {
         let result = self.upstreams[server].on_readable(to_eof, |outstanding, reply, bytes| {
             let entry = inflight.get_mut(outstanding.request);
             let slot = usize::from(outstanding.slot);
-            if entry.generation == outstanding.generation && entry.target_done(slot, TargetResult::Replied(reply), bytes) {
+            if entry.generation == outstanding.generation
+                && entry.target_done(slot, TargetResult::Replied(reply), bytes)
+            {
                 completed.push(outstanding.request);
             }
         });
@@ -566,7 +594,12 @@ impl EventLoop {
         self.recorder.server_failure(server);
         for outstanding in &failed {
             if self.inflight.get(outstanding.request).generation == outstanding.generation {
-                self.target_done(outstanding.request, usize::from(outstanding.slot), TargetResult::Failed(failure), &[]);
+                self.target_done(
+                    outstanding.request,
+                    usize::from(outstanding.slot),
+                    TargetResult::Failed(failure),
+                    &[],
+                );
             }
         }
         self.failed = failed;
@@ -617,7 +650,8 @@ impl EventLoop {
 
     fn close_if_done(&mut self, slot: usize) {
         let Some(client) = self.clients.get(slot) else { return };
-        let finished = client.io.broken || ((client.closing || client.io.eof) && client.io.flushed() && client.replies.is_empty());
+        let finished =
+            client.io.broken || ((client.closing || client.io.eof) && client.io.flushed() && client.replies.is_empty());
         if !finished {
             return;
         }

@@ -82,7 +82,11 @@ impl Upstream {
     /// Whether a request can be queued now: connected, or connecting, or a connect could be
     /// started (not in backoff after a failure).
     pub fn available(&mut self, registry: &Registry, now: Instant) -> bool {
-        if self.stream.is_some() && self.outstanding.is_empty() && now.duration_since(self.last_used) > IDLE_CHECK && !self.alive() {
+        if self.stream.is_some()
+            && self.outstanding.is_empty()
+            && now.duration_since(self.last_used) > IDLE_CHECK
+            && !self.alive()
+        {
             // Closed while idle: reconnect at once, no request failed.
             self.drop_stream(registry);
         }
@@ -205,7 +209,11 @@ impl Upstream {
     }
 
     /// Reads what the server sent and hands every complete reply, with its bytes, to `deliver`.
-    pub fn on_readable(&mut self, to_eof: bool, mut deliver: impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
+    pub fn on_readable(
+        &mut self,
+        to_eof: bool,
+        mut deliver: impl FnMut(Outstanding, Reply, &[u8]),
+    ) -> Result<(), Failure> {
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(()) };
             let drained = match self.input.read_from(stream) {
