@@ -95,8 +95,11 @@ impl TypeStats {
         let latency = if self.count == 0 {
             Latency::default()
         } else {
-            let max_us = self.max_ns as f64 / 1000.0;
-            let q = |q: f64| Some((self.hist.value_at_quantile(q) as f64).min(max_us.ceil()));
+            let (min_us, max_us) = (self.min_ns as f64 / 1000.0, self.max_ns as f64 / 1000.0);
+            // The histogram answers with the upper edge of a bucket of whole microseconds (3
+            // significant digits), which can lie above the exact maximum kept beside it, or below
+            // the exact minimum: a percentile is clamped into the exact range it cannot leave.
+            let q = |q: f64| Some((self.hist.value_at_quantile(q) as f64).clamp(min_us, max_us));
             Latency {
                 mean: Some(self.sum_ns as f64 / self.count as f64 / 1000.0),
                 min: Some(self.min_ns as f64 / 1000.0),
@@ -209,6 +212,25 @@ mod tests {
         for (got, want) in [(l.p50, 500.0), (l.p90, 900.0), (l.p99, 990.0), (l.p99_9, 999.0)] {
             let got = got.unwrap();
             assert!((got - want).abs() <= want * 0.001 + 1.0, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn percentiles_stay_within_the_exact_extremes() {
+        // 1234.6 µs is recorded as 1235 µs (rounded to whole µs), above the exact max; and above 2048 µs
+        // a bucket spans 2 µs. The old cap at max.ceil() let p99.9 exceed max (seen once on a fresh clone).
+        for latencies_ns in [vec![1_234_600u64; 3], vec![5_000, 1_234_600], vec![2_047_900, 2_047_900]] {
+            let mut t = TypeStats::default();
+            for &ns in &latencies_ns {
+                t.record(ns, 1, 1, 0, false);
+            }
+            let l = t.summary(1.0).latency_us;
+            let exact_max = *latencies_ns.iter().max().unwrap() as f64 / 1000.0;
+            let exact_min = *latencies_ns.iter().min().unwrap() as f64 / 1000.0;
+            for p in [l.p50, l.p90, l.p99, l.p99_9] {
+                let p = p.unwrap();
+                assert!(exact_min <= p && p <= exact_max, "{p} outside [{exact_min}, {exact_max}]");
+            }
         }
     }
 
