@@ -3,8 +3,6 @@
 //! code under test.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
+use memrelay_testkit::{free_port, Memcached};
 use serde_json::Value;
 
 const BENCH: &str = env!("CARGO_BIN_EXE_memrelay-bench");
@@ -23,71 +22,6 @@ impl Drop for Guard {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Memcached {
-    guard: Guard,
-    port: u16,
-}
-
-impl Memcached {
-    fn start() -> Memcached {
-        for _ in 0..5 {
-            let port = free_port();
-            let mut cmd = Command::new("memcached");
-            cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64", "-t", "1"]);
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } == 0 {
-                cmd.args(["-u", "root"]);
-            }
-            let guard = Guard(cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("memcached installed"));
-            let deadline = Instant::now() + Duration::from_secs(5);
-            let mut server = Memcached { guard, port };
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = server.guard.0.try_wait() {
-                    break; // port taken in the meantime: try another
-                }
-                if TcpStream::connect(server.addr()).is_ok() {
-                    return server;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            drop(server);
-        }
-        panic!("memcached did not start");
-    }
-
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn stats(&self) -> HashMap<String, u64> {
-        let mut stream = TcpStream::connect(self.addr()).unwrap();
-        stream.write_all(b"stats\r\n").unwrap();
-        let mut stats = HashMap::new();
-        for line in BufReader::new(stream).lines() {
-            let line = line.unwrap();
-            if line == "END" {
-                break;
-            }
-            let mut parts = line.split(' ');
-            if let (Some("STAT"), Some(name), Some(value)) = (parts.next(), parts.next(), parts.next()) {
-                if let Ok(v) = value.parse() {
-                    stats.insert(name.to_string(), v);
-                }
-            }
-        }
-        stats
-    }
-
-    fn kill(&mut self) {
-        let _ = self.guard.0.kill();
-        let _ = self.guard.0.wait();
     }
 }
 
