@@ -4,7 +4,7 @@ CARGO ?= cargo
 VENV := lab/.venv
 LAB := $(VENV)/bin/memrelay-lab
 
-.PHONY: all deps build demo test test-rust test-lab bench fuzz clean
+.PHONY: all deps build demo test test-rust test-lab lint bench fuzz clean
 
 all: build
 
@@ -20,9 +20,14 @@ demo: build
 
 # The report test opens report.html in a real headless browser: tests install Debian's chromium.
 test test-lab: export WITH_CHROMIUM := 1
-test: build
+test: build lint
 	$(CARGO) test --release --workspace
 	$(MAKE) --no-print-directory test-lab
+
+# Style and lints are part of the tests: unformatted code or any clippy warning fails `make test`.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 test-rust: build
 	$(CARGO) test --release --workspace
