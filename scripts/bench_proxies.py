@@ -8,6 +8,7 @@ and the proxy process's CPU time per request (from /proc/PID/stat), with ratios 
 
     scripts/bench_proxies.py                      # the proxy comparison (make bench)
     scripts/bench_proxies.py --measurement-cost   # memrelay with and without --stats-dir
+    scripts/bench_proxies.py --baseline-bin DIR   # also DIR/memrelay beside this build (before/after)
 
 Standard library only. Every process it starts is stopped on exit, also on Ctrl-C.
 """
@@ -142,11 +143,16 @@ def measure(target_pid: int | None, port: int, row: Row, seconds: float, keys: i
     }
 
 
-def start_targets(procs: Processes, work: Path, memcached_port: int, which: list[str]) -> dict[str, tuple[int, int | None]]:
-    """Starts each target in front of the memcached; returns name -> (port, pid to measure)."""
+def start_targets(procs: Processes, work: Path, memcached_port: int, which: list[str],
+                  baseline_bin: Path | None = None) -> dict[str, tuple[int, int | None]]:
+    """Starts each target in front of the memcached; returns name -> (port, pid to measure).
+
+    A memrelay target whose name ends in `@baseline` runs `baseline_bin/memrelay` (an earlier build)."""
     targets: dict[str, tuple[int, int | None]] = {}
-    memrelay = find("memrelay", "run `make build`")
     for name in which:
+        memrelay = find("memrelay", "run `make build`")
+        if name.endswith("@baseline"):
+            memrelay = str(baseline_bin / "memrelay")
         port = free_port()
         if name == "memcached":
             targets[name] = (memcached_port, None)
@@ -163,7 +169,7 @@ def start_targets(procs: Processes, work: Path, memcached_port: int, which: list
             argv = [find("nutcracker", "run `make deps`"), "-c", str(conf), "-s", str(free_port()), "-o", str(work / "nutcracker.log")]
         elif name.startswith("memrelay"):
             # memrelay-ENGINE[/N][+stats]: N workers (pool) or event threads (evented).
-            engine, _, stats = name.removeprefix("memrelay-").partition("+")
+            engine, _, stats = name.removeprefix("memrelay-").removesuffix("@baseline").partition("+")
             engine, _, count = engine.partition("/")
             argv = [memrelay, "--engine", engine, "--listen", f"127.0.0.1:{port}", "--server", f"127.0.0.1:{memcached_port}"]
             if engine == "pool":
@@ -187,6 +193,9 @@ def main() -> int:
     parser.add_argument("--rows", default=None, help="comma-separated row names (default: all)")
     parser.add_argument("--measurement-cost", action="store_true", help="memrelay with and without --stats-dir")
     parser.add_argument("--targets", default=None, help="comma-separated targets, e.g. twemproxy,memrelay-evented/1")
+    parser.add_argument("--baseline-bin", type=Path, default=None,
+                        help="a directory with an earlier memrelay build: every memrelay target also runs from it, "
+                             "named NAME@baseline, interleaved with this build (before/after in one run)")
     parser.add_argument("--json-out", type=Path, default=ROOT / "results" / "bench" / "proxies.json")
     args = parser.parse_args()
 
@@ -204,6 +213,10 @@ def main() -> int:
     if args.targets:
         names = args.targets.split(",")
         baseline = baseline if baseline in names else None
+    if args.baseline_bin:
+        if not (args.baseline_bin / "memrelay").is_file():
+            parser.error(f"no memrelay binary in {args.baseline_bin}")
+        names = [n for name in names for n in ([name, f"{name}@baseline"] if name.startswith("memrelay") else [name])]
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     samples: dict[tuple[str, str], list[dict]] = {}
@@ -220,7 +233,7 @@ def main() -> int:
             populate = [find("memrelay-bench", "run `make build`"), "--server", f"127.0.0.1:{memcached_port}", "--populate",
                         "--key-maximum", str(keys), "--data-size", "1024", "--quiet", "--threads", "1", "--clients", "8"]
             subprocess.run(populate, check=True, stdout=subprocess.DEVNULL, timeout=120)
-            targets = start_targets(procs, work, memcached_port, names)
+            targets = start_targets(procs, work, memcached_port, names, args.baseline_bin)
             total = args.repetitions * len(rows) * len(names)
             done = 0
             started = time.monotonic()
@@ -231,7 +244,7 @@ def main() -> int:
                     for name in order:
                         done += 1
                         left = (time.monotonic() - started) / done * (total - done) if done > 1 else total * args.seconds
-                        print(f"bench: {done}/{total} rep {rep + 1} {row.name:<22} {name:<24} ~{left:.0f} s left", file=sys.stderr, flush=True)
+                        print(f"bench: {done}/{total} rep {rep + 1} {row.name:<22} {name:<26} ~{left:.0f} s left", file=sys.stderr, flush=True)
                         port, pid = targets[name]
                         result = measure(pid, port, row, args.seconds, keys, work / "bench.json")
                         samples.setdefault((row.name, name), []).append(result)
@@ -240,6 +253,7 @@ def main() -> int:
 
     table = summarize(samples, rows, names, baseline)
     print_table(table, names, baseline, args)
+    print_before_after(table, names)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps({"seconds": args.seconds, "repetitions": args.repetitions, "rows": table}, indent=2))
     print(f"\nwritten: {args.json_out}")
@@ -275,10 +289,26 @@ def summarize(samples, rows, names, baseline):
     return table
 
 
+def print_before_after(table, names) -> None:
+    """This build against the baseline build, per row: throughput and CPU per request ratios."""
+    pairs = [n for n in names if f"{n}@baseline" in names]
+    if not pairs:
+        return
+    print("this build / baseline build (medians): throughput ratio, CPU-per-request ratio\n")
+    for entry in table:
+        for name in pairs:
+            new, old = entry["targets"][name], entry["targets"][f"{name}@baseline"]
+            tput = new["ops_per_sec"] / old["ops_per_sec"] if old["ops_per_sec"] else float("nan")
+            cpu = (new["cpu_us_per_request"] / old["cpu_us_per_request"]
+                   if new["cpu_us_per_request"] and old["cpu_us_per_request"] else float("nan"))
+            print(f"{entry['row']:<22} {name:<26} throughput x{tput:.3f}   cpu/req x{cpu:.3f}")
+    print()
+
+
 def print_table(table, names, baseline, args) -> None:
     reference = baseline or names[0]
     print(f"\nmedians of {args.repetitions} interleaved runs of {args.seconds:g} s; ratios against {reference}\n")
-    header = f"{'row':<22} {'target':<24} {'ops/s':>10} {'x':>6} {'p50 us':>8} {'p99 us':>8} {'cpu us/req':>10} {'x':>6}"
+    header = f"{'row':<22} {'target':<26} {'ops/s':>10} {'x':>6} {'p50 us':>8} {'p99 us':>8} {'cpu us/req':>10} {'x':>6}"
     print(header)
     print("-" * len(header))
     for entry in table:
@@ -286,7 +316,7 @@ def print_table(table, names, baseline, args) -> None:
             t = entry["targets"][name]
             cpu = f"{t['cpu_us_per_request']:.1f}" if t["cpu_us_per_request"] is not None else "-"
             cpu_ratio = f"{t['cpu_ratio']:.2f}" if t["cpu_ratio"] is not None else "-"
-            print(f"{entry['row']:<22} {name:<24} {t['ops_per_sec']:>10.0f} {t['throughput_ratio']:>6.2f} "
+            print(f"{entry['row']:<22} {name:<26} {t['ops_per_sec']:>10.0f} {t['throughput_ratio']:>6.2f} "
                   f"{t['p50_us']:>8.0f} {t['p99_us']:>8.0f} {cpu:>10} {cpu_ratio:>6}")
         print()
 
