@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use memrelay::metrics::{Kind, Outcome, Recorder, Timestamps, WindowClock};
+use memrelay::measure::metrics::{Kind, Outcome, Recorder, Timestamps, WindowClock};
 
 fn record(c: &mut Criterion) {
     let (to_stats, from_recorders) = crossbeam_channel::unbounded();

@@ -1,35 +1,52 @@
 //! memrelay: a memcached middleware that replicates writes, balances reads, shards multi-gets
 //! and measures every request on its way through.
 //!
-//! The pool engine (the seeds' design, the one the lab's experiments and queueing models study):
+//! Two engines (schedulers) over shared parts; `docs/ARCHITECTURE.md` draws both.
 //!
 //! ```text
-//!  clients ──TCP──▶ net thread ──▶ request queue ──▶ worker 1..W ──TCP (one blocking conn per server)──▶ memcached 1..S
-//!     ▲            (mio, parses,     (MPMC, FIFO)      (route, send, wait,
-//!     └────────────  stamps times) ◀── done/leftover ── merge, reply to client)
+//!  clients ─▶ client side ─▶ routing ─▶ engine (pool | evented) ─▶ memcached 1..S
+//!     ▲       (accept, read,   (which      (threads, queues,          │
+//!     │        parse, local     servers)    server connections)       │
+//!     └──────── answers) ◀──── relay (reply rules, rewrites) ◀────────┘
+//!                              measure (recorders ─▶ stats thread ─▶ files, `stats`)
 //! ```
 //!
-//! - [`net`]: accepts, reads, parses incrementally, one request per client in flight.
-//! - [`worker`]: routes ([`routing`]), talks to the servers ([`server`]), replies to the client.
-//! - [`metrics`]: per-thread recorders; [`stats`]: the thread that merges and writes them.
-//! - [`pool`]: starts and stops the threads; [`config`]: the command line.
-//!
-//! Routing, the protocol and the measurement types are shared by every engine: an engine is a
-//! scheduler around those pure parts.
+//! - [`settings`]: the typed settings everything runs with (the binary builds them from the
+//!   command line; nothing in the library sees clap).
+//! - `client`: the client side both engines share: listener, sessions, incremental parsing,
+//!   local answers, flushing, closing.
+//! - [`routing`]: pure routing, and the [`routing::ketama`] ring.
+//! - `relay`: pure reply rules, request rewrites and the failover walk.
+//! - `engine`: `pool` (net thread, FIFO queue, blocking workers: the seeds' design) and `evented`
+//!   (event loops sharing non-blocking server connections), over one event-loop skeleton.
+//! - [`measure`]: per-thread recorders, the stats thread, running totals.
+//! - `startup`: start-up and stop shared by the engines, and [`Error`].
 
-pub mod buffer;
-pub mod client_io;
-pub mod config;
-pub mod evented;
-pub mod failure;
-pub mod job;
-pub mod ketama;
-pub mod local;
-pub mod metrics;
-pub mod net;
-pub mod pool;
+mod buffer;
+mod client;
+mod engine;
+pub mod measure;
+mod relay;
 pub mod routing;
-pub mod server;
-pub mod shutdown;
-pub mod stats;
-pub mod worker;
+pub mod settings;
+mod signals;
+mod startup;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub use routing::ketama::{self, KeyHash};
+pub use settings::Settings;
+pub use startup::Error;
+
+/// memrelay's version, as `version` and `stats` report it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Runs the configured engine until SIGINT/SIGTERM, then returns after a clean stop.
+pub fn run(settings: Settings) -> Result<(), Error> {
+    let shutdown = Arc::new(AtomicBool::new(false));
+    match settings.engine.kind {
+        settings::Engine::Pool => engine::pool::run(settings, shutdown),
+        settings::Engine::Evented => engine::evented::run(settings, shutdown),
+    }
+}

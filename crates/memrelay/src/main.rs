@@ -1,14 +1,13 @@
-//! The `memrelay` binary: parses the command line and runs the chosen engine.
+//! The `memrelay` binary: parses the command line into typed settings and runs the chosen engine.
+
+mod cli;
 
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use clap::Parser;
-use memrelay::config::{Args, Config, Engine};
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args = match cli::Args::try_parse() {
         Ok(args) => args,
         Err(e) if !e.use_stderr() => {
             // --help, --version
@@ -23,22 +22,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match Config::from_args(args) {
-        Ok(config) => config,
+    let settings = match args.into_settings() {
+        Ok(settings) => settings,
         Err(message) => {
             eprintln!("memrelay: error: {message}");
             return ExitCode::from(2);
         }
     };
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let result = match config.args.engine {
-        Engine::Pool => memrelay::pool::run(config, shutdown),
-        Engine::Evented => memrelay::evented::run(config, shutdown),
-    };
-    match result {
+    match memrelay::run(settings) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("memrelay: error: {message}");
+        Err(error) => {
+            eprintln!("memrelay: error: {error}");
             ExitCode::FAILURE
         }
     }

@@ -1,21 +1,17 @@
-//! Routing: which servers a request goes to, and how split replies are put back together.
-//!
-//! Pure functions, no I/O, shared by both engines:
-//! - [`Router::route`] turns a parsed request into a [`Plan`] (forward to one server, replicate to
-//!   several, split a multi-get, cas on the primary then copy, or answer locally);
-//! - [`coalesce`] merges the `VALUE` blocks of split sub-gets back into the order the keys were
-//!   asked for (twemproxy's fragment/coalesce).
+//! Routing: which servers a request goes to. Pure functions, no I/O, shared by both engines:
+//! [`Router::route`] turns a parsed request into a [`Plan`] (forward to one server, replicate to
+//! several, split a multi-get, cas on the primary then copy, or answer locally). Keys are placed
+//! by [`ketama`]; how the replies are put back together is [`crate::relay`]'s.
 //!
 //! Round robin is an input (`rr`, one counter kept by the caller, seed 000 section 1.3), so a
 //! route is a function of the request and that number alone.
 
-use memrelay_protocol::{compose, value_block, Command, Expect, Request};
+pub mod ketama;
 
-use crate::config::{Config, Distribution, ReadFrom};
-use crate::ketama::{Ring, RingServer};
+use memrelay_protocol::{Command, Request};
 
-/// Most copies of a key (the replica scratch array is this long).
-pub const MAX_REPLICAS: usize = 1024;
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing};
+use ketama::{Ring, RingServer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -55,24 +51,23 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(config: &Config) -> Result<Router, String> {
-        let mut ring_servers = Vec::with_capacity(config.server_names.len());
-        for name in &config.server_names {
+    /// The router for `servers` (the ring hashes their names as given); the error says why the
+    /// ring could not be built.
+    pub fn new(routing: &Routing, servers: &[Endpoint]) -> Result<Router, String> {
+        let mut ring_servers = Vec::with_capacity(servers.len());
+        for server in servers {
+            let name = &server.name;
             ring_servers.push(RingServer::from_host_port(name, 1).map_err(|e| format!("--server {name}: {e}"))?);
         }
-        let ring = Ring::new(&ring_servers, config.args.hash).map_err(|e| e.to_string())?;
+        let ring = Ring::new(&ring_servers, routing.hash).map_err(|e| e.to_string())?;
         Ok(Router {
-            servers: config.servers.len(),
-            sharded: config.args.sharded,
-            distribution: config.args.distribution,
-            replication: config.replication,
-            read_from: config.args.read_from,
+            servers: servers.len(),
+            sharded: routing.sharded,
+            distribution: routing.distribution,
+            replication: routing.replication,
+            read_from: routing.read_from,
             ring,
         })
-    }
-
-    pub fn servers(&self) -> usize {
-        self.servers
     }
 
     pub fn route(&self, request: &Request, buf: &[u8], rr: usize, out: &mut RouteBuf) -> Plan {
@@ -109,7 +104,7 @@ impl Router {
                     let server = (rr + group) % self.servers;
                     out.targets.push(server);
                     let (from, to) = (group * keys / groups, (group + 1) * keys / groups);
-                    out.key_owner.extend(std::iter::repeat(server).take(to - from));
+                    out.key_owner.extend(std::iter::repeat_n(server, to - from));
                 }
                 Plan::Split
             }
@@ -183,75 +178,27 @@ impl Router {
     }
 }
 
-/// Appends to `out`, in the order `keys` were asked for, the `VALUE` block each server returned
-/// for it. `body(s)` is server s's reply without its `END`; `cursors` (one per server, zeroed by
-/// the caller) track how far each body has been consumed. A server answers its keys in the
-/// order asked and leaves misses out, so a key's block, if any, is at its server's cursor.
-/// Returns the number of hits.
-pub fn coalesce<'a>(
-    keys: impl Iterator<Item = &'a [u8]>,
-    key_owner: &[usize],
-    body: impl Fn(usize) -> &'a [u8],
-    cursors: &mut [usize],
-    out: &mut Vec<u8>,
-) -> u32 {
-    let mut hits = 0;
-    for (key, &server) in keys.zip(key_owner) {
-        let rest = &body(server)[cursors[server]..];
-        if let Some((key_range, len)) = value_block(rest) {
-            if &rest[key_range] == key {
-                out.extend_from_slice(&rest[..len]);
-                cursors[server] += len;
-                hits += 1;
-            }
-        }
-    }
-    hits
-}
-
-/// The shape of the reply a server sends to this command.
-pub fn expect_for(command: Command) -> Expect {
-    match command {
-        Command::Get | Command::Gets => Expect::Values,
-        Command::Stats => Expect::Stats,
-        _ => Expect::Line,
-    }
-}
-
-/// Writes `request` without `noreply` into `out` (cleared first): the servers must answer so
-/// that the client's next request sees the write. False when the command has nothing to rewrite.
-pub fn without_noreply(request: &Request, input: &[u8], out: &mut Vec<u8>) -> bool {
-    out.clear();
-    let key = request.key(input);
-    match request.command {
-        c if c.is_storage() => {
-            let data = &input[request.data.clone()];
-            compose::storage(out, c, key, request.flags, request.exptime, data, request.number, false)
-        }
-        Command::Incr | Command::Decr => compose::keyed(out, request.command, key, Some(request.number as i64), false),
-        Command::Touch => compose::keyed(out, Command::Touch, key, Some(request.exptime), false),
-        Command::Delete => compose::keyed(out, Command::Delete, key, None, false),
-        Command::FlushAll => {
-            let delay = (request.number > 0).then_some(request.number);
-            compose::keyless(out, Command::FlushAll, delay, false)
-        }
-        _ => return false,
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Args;
-    use clap::Parser;
     use memrelay_protocol::{parse_request, Limits, Parse};
 
-    fn router(extra: &[&str]) -> Router {
-        let mut argv =
-            vec!["memrelay", "--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--server", "127.0.0.1:3"];
-        argv.extend_from_slice(extra);
-        Router::new(&Config::from_args(Args::parse_from(argv)).unwrap()).unwrap()
+    fn router(sharded: bool) -> Router {
+        let servers: Vec<Endpoint> = (1..=3)
+            .map(|port| Endpoint {
+                addr: format!("127.0.0.1:{port}").parse().unwrap(),
+                name: format!("127.0.0.1:{port}"),
+            })
+            .collect();
+        let routing = Routing {
+            sharded,
+            distribution: Distribution::All,
+            hash: ketama::KeyHash::Md5,
+            replication: 1,
+            read_from: ReadFrom::Primary,
+            failover: false,
+        };
+        Router::new(&routing, &servers).unwrap()
     }
 
     fn route(router: &Router, line: &[u8], rr: usize) -> (Plan, RouteBuf) {
@@ -263,7 +210,7 @@ mod tests {
 
     #[test]
     fn reads_round_robin_over_all_servers() {
-        let r = router(&[]);
+        let r = router(false);
         let servers: Vec<_> = (0..6).map(|rr| route(&r, b"get k\r\n", rr).0).collect();
         assert_eq!(servers, [0, 1, 2, 0, 1, 2].map(Plan::Forward));
         // Non-sharded multi-get: one server too.
@@ -272,7 +219,7 @@ mod tests {
 
     #[test]
     fn writes_go_everywhere_primary_first() {
-        let r = router(&[]);
+        let r = router(false);
         for line in [&b"set k 0 0 1\r\nx\r\n"[..], b"delete k\r\n", b"incr k 1\r\n", b"touch k 1\r\n", b"flush_all\r\n"]
         {
             let (plan, out) = route(&r, line, 7);
@@ -285,7 +232,7 @@ mod tests {
 
     #[test]
     fn sharded_multiget_splits_into_consecutive_groups() {
-        let r = router(&["--sharded"]);
+        let r = router(true);
         // 7 keys over 3 servers: groups of 2, 2, 3 (floor boundaries), first server = rr % 3.
         let (plan, out) = route(&r, b"get a b c d e f g\r\n", 1);
         assert_eq!(plan, Plan::Split);
@@ -300,7 +247,7 @@ mod tests {
 
     #[test]
     fn gets_and_cas_use_the_primary() {
-        let r = router(&[]);
+        let r = router(false);
         let (Plan::Forward(primary), _) = route(&r, b"gets k\r\n", 0) else { panic!() };
         for rr in 1..5 {
             assert_eq!(route(&r, b"gets k\r\n", rr).0, Plan::Forward(primary));
@@ -311,24 +258,9 @@ mod tests {
 
     #[test]
     fn local_commands() {
-        let r = router(&[]);
+        let r = router(false);
         for line in [&b"version\r\n"[..], b"stats\r\n", b"quit\r\n", b"verbosity 1\r\n"] {
             assert_eq!(route(&r, line, 0).0, Plan::Local);
         }
-    }
-
-    #[test]
-    fn coalesce_restores_key_order_with_misses_and_repeats() {
-        // Keys a b c a over two servers: a, c on server 0; b, a on server 1. b misses.
-        let keys: [&[u8]; 4] = [b"a", b"b", b"c", b"a"];
-        let owner = [0, 1, 0, 1];
-        let server0 = b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\n".as_slice();
-        let server1 = b"VALUE a 0 1\r\n1\r\n".as_slice();
-        let mut out = Vec::new();
-        let mut cursors = [0, 0];
-        let hits =
-            coalesce(keys.into_iter(), &owner, |s| if s == 0 { server0 } else { server1 }, &mut cursors, &mut out);
-        assert_eq!(hits, 3);
-        assert_eq!(out, b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nVALUE a 0 1\r\n1\r\n");
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
 use crate::buffer::{Filled, ReadBuffer};
-pub use crate::failure::Failure;
+use crate::relay::failure::Failure;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -27,7 +27,7 @@ const LAST_TRY: Duration = Duration::from_micros(200);
 /// A connection unused for longer than this is checked before it is used again.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
 
-pub struct ServerConn {
+pub(crate) struct ServerConn {
     pub addr: SocketAddr,
     stream: Option<TcpStream>,
     timeout: Duration,
@@ -36,8 +36,6 @@ pub struct ServerConn {
     /// Reply bytes; after [`ServerConn::receive`] the reply is `input.pending()[..reply.consumed]`.
     pub input: ReadBuffer,
     parser: ReplyParser,
-    /// Scratch for a request composed for this server alone (a sub-get).
-    pub output: Vec<u8>,
     /// The reply the last successful `receive` parsed.
     reply: Option<Reply>,
     /// When the connection last completed an exchange (or was opened).
@@ -54,7 +52,6 @@ impl ServerConn {
             backoff: FIRST_BACKOFF,
             input: ReadBuffer::new(READ_CHUNK),
             parser: ReplyParser::new(Expect::Line),
-            output: Vec::new(),
             reply: None,
             last_used: Instant::now(),
         }
@@ -154,10 +151,6 @@ impl ServerConn {
 
     pub fn last_reply(&self) -> Option<Reply> {
         self.reply
-    }
-
-    pub fn is_connected(&self) -> bool {
-        self.stream.is_some()
     }
 }
 

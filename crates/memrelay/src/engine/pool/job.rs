@@ -7,9 +7,9 @@ use std::time::Instant;
 use memrelay_protocol::Request;
 use mio::net::TcpStream;
 
-use crate::metrics::Timestamps;
+use crate::measure::metrics::Timestamps;
 
-pub struct Job {
+pub(crate) struct Job {
     /// The client's slot in the net thread.
     pub client: usize,
     /// The client's socket, written directly by the worker (non-blocking).

@@ -21,15 +21,16 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
-use crate::config::Config;
-use crate::local::{LiveTotals, VERSION};
-use crate::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
+use crate::measure::live::LiveTotals;
+use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
+use crate::settings::Settings;
+use crate::VERSION;
 
 /// Width of the summary's response-time histogram buckets (seed 000 section 1.9.2).
 const HISTOGRAM_BUCKET_US: u64 = 100;
 
 pub struct StatsThread {
-    config: Arc<Config>,
+    settings: Arc<Settings>,
     clock: WindowClock,
     started_unix: f64,
     incoming: Receiver<Box<Window>>,
@@ -47,7 +48,7 @@ pub struct StatsThread {
 
 impl StatsThread {
     pub fn new(
-        config: Arc<Config>,
+        settings: Arc<Settings>,
         clock: WindowClock,
         recorders: usize,
         incoming: Receiver<Box<Window>>,
@@ -56,10 +57,10 @@ impl StatsThread {
     ) -> io::Result<StatsThread> {
         let mut windows_out = None;
         let mut requests_out = None;
-        if let Some(dir) = &config.args.stats_dir {
+        if let Some(dir) = &settings.measurement.stats_dir {
             fs::create_dir_all(dir)?;
             windows_out = Some(BufWriter::new(File::create(dir.join("windows.jsonl"))?));
-            if config.args.request_log_sample.is_some() {
+            if settings.measurement.request_log_sample.is_some() {
                 let mut out = BufWriter::new(File::create(dir.join("requests.csv"))?);
                 writeln!(
                     out,
@@ -69,7 +70,7 @@ impl StatsThread {
                 requests_out = Some(out);
             }
         }
-        let servers = config.servers.len();
+        let servers = settings.servers.len();
         Ok(StatsThread {
             started_unix: unix_now(),
             clock,
@@ -82,7 +83,7 @@ impl StatsThread {
             totals: Window::new(servers),
             windows_out,
             requests_out,
-            config,
+            settings,
         })
     }
 
@@ -103,7 +104,7 @@ impl StatsThread {
         if let Some(out) = self.requests_out.as_mut() {
             out.flush()?;
         }
-        if let Some(dir) = self.config.args.stats_dir.clone() {
+        if let Some(dir) = self.settings.measurement.stats_dir.clone() {
             write_atomically(&dir.join("summary.json"), &self.summary())?;
         }
         Ok(())
@@ -117,7 +118,7 @@ impl StatsThread {
         self.live.add(&window);
         self.log_samples(&window.samples)?;
         let index = window.index.max(self.written_upto);
-        let servers = self.config.servers.len();
+        let servers = self.settings.servers.len();
         self.pending.entry(index).or_insert_with(|| {
             let mut fresh = Window::new(servers);
             fresh.index = index;
@@ -186,7 +187,7 @@ impl StatsThread {
             out.write_all(b"\n")?;
             out.flush()?;
         }
-        if self.config.args.verbose {
+        if self.settings.measurement.verbose {
             eprintln!(
                 "memrelay: window {:>5}: {:>9.0} req/s  response {:>7.1} µs  queue {:>7.1} µs  service {:>7.1} µs  queue length {:.2}  errors {}",
                 window.index,
@@ -233,20 +234,19 @@ impl StatsThread {
 
     fn summary(&self) -> Value {
         let duration = (unix_now() - self.started_unix).max(1e-9);
-        let args = &self.config.args;
         let mut types = serde_json::Map::new();
         for kind in Kind::ALL {
             types.insert(kind.name().into(), kind_summary(&self.totals.kinds[kind as usize], duration));
         }
         let all = |f: fn(&KindStats) -> u64| self.totals.kinds.iter().map(f).sum::<u64>();
         let servers: Vec<Value> = self
-            .config
-            .server_names
+            .settings
+            .servers
             .iter()
             .enumerate()
-            .map(|(i, name)| {
+            .map(|(i, server)| {
                 json!({
-                    "address": name,
+                    "address": server.name,
                     "requests": self.totals.per_server[i],
                     "failures": self.totals.per_server_failures[i],
                 })
@@ -254,22 +254,7 @@ impl StatsThread {
             .collect();
         json!({
             "memrelay_version": VERSION,
-            "config": {
-                "listen": args.listen,
-                "servers": self.config.server_names,
-                "engine": args.engine,
-                "workers": args.workers,
-                "threads": self.config.event_threads(),
-                "sharded": args.sharded,
-                "distribution": args.distribution,
-                "hash": args.hash.to_string(),
-                "replication": self.config.replication,
-                "read_from": args.read_from,
-                "failover": args.failover,
-                "server_timeout_ms": args.server_timeout_ms,
-                "stats_window_s": self.clock.length.as_secs_f64(),
-                "request_log_sample": args.request_log_sample,
-            },
+            "config": self.settings.describe(),
             "started_unix": self.started_unix,
             "duration_s": duration,
             "totals": {

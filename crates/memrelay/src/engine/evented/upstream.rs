@@ -17,7 +17,7 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
 use crate::buffer::{Filled, ReadBuffer};
-use crate::failure::Failure;
+use crate::relay::failure::Failure;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -25,16 +25,16 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// A request written (or about to be) on the connection, waiting for its reply.
 #[derive(Debug, Clone, Copy)]
-pub struct Outstanding {
+pub(crate) struct Outstanding {
     /// The in-flight request this reply belongs to, and which of its targets this is.
     pub request: usize,
     pub generation: u32,
-    pub slot: u16,
+    pub target: u16,
     pub expect: Expect,
     pub deadline: Instant,
 }
 
-pub struct Upstream {
+pub(crate) struct Upstream {
     pub addr: SocketAddr,
     token: Token,
     stream: Option<TcpStream>,

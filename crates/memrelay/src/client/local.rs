@@ -1,43 +1,23 @@
-//! The commands memrelay answers itself: `version`, `verbosity` and `stats`.
+//! The commands memrelay answers itself (`version`, `verbosity`, `stats`), part of the client
+//! side both engines share.
 //!
 //! `stats` answers in memcached's `STAT <name> <value>` form with memrelay's own counters: the
 //! net thread's connection counts plus the request totals the stats thread publishes as windows
 //! arrive (so they lag by at most one window).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use memrelay_protocol::{compose, Command, Request};
 
-use crate::metrics::{Kind, Window};
+use crate::measure::live::LiveTotals;
+use crate::measure::metrics::Kind;
+use crate::VERSION;
 
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Request totals so far, published by the stats thread.
-pub struct LiveTotals {
-    totals: Mutex<Window>,
-    /// Connections in memrelay: shared so the evented engine's threads can count too.
-    pub current_connections: AtomicU64,
-    pub total_connections: AtomicU64,
-    pub client_errors: AtomicU64,
-}
-
-impl LiveTotals {
-    pub fn new(servers: usize) -> Arc<LiveTotals> {
-        Arc::new(LiveTotals {
-            totals: Mutex::new(Window::new(servers)),
-            current_connections: AtomicU64::new(0),
-            total_connections: AtomicU64::new(0),
-            client_errors: AtomicU64::new(0),
-        })
-    }
-
-    pub fn add(&self, window: &Window) {
-        if let Ok(mut totals) = self.totals.lock() {
-            totals.add(window);
-        }
-    }
+/// Whether memrelay answers `command` itself.
+pub(crate) fn is_local(command: Command) -> bool {
+    matches!(command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit)
 }
 
 #[derive(Clone)]
@@ -93,7 +73,7 @@ impl LocalAnswers {
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));
         compose::stat(out, "queue_length", queue_length);
-        let Ok(totals) = self.live.totals.lock() else {
+        let Some(totals) = self.live.totals() else {
             out.extend_from_slice(compose::END);
             return;
         };

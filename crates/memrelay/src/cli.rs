@@ -1,0 +1,220 @@
+//! The command line (binary side only): the clap definition of every option and its conversion,
+//! validated once, into the library's typed [`Settings`]. Nothing in the library sees clap.
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use memrelay::settings::{
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, ReadFrom, Replication, Routing, Settings,
+};
+use memrelay::KeyHash;
+
+/// memcached middleware: replicates writes, balances reads, shards multi-gets, measures every
+/// request.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "memrelay", version, about, long_about = None)]
+pub struct Args {
+    /// Address to accept memcached clients on.
+    #[arg(long, default_value = "127.0.0.1:11212", value_name = "HOST:PORT")]
+    pub listen: String,
+
+    /// A memcached server (repeat for several). Order matters: it numbers the servers.
+    #[arg(long = "server", required = true, value_name = "HOST:PORT")]
+    pub servers: Vec<String>,
+
+    /// Scheduler: `evented` runs event-loop threads sharing non-blocking server connections
+    /// (the faster one, see `make bench`); `pool` is the seeds' design (net thread, queue,
+    /// blocking worker pool), the one the lab's experiments and queueing models study.
+    #[arg(long, value_enum, default_value_t = EngineArg::Evented)]
+    pub engine: EngineArg,
+
+    /// Worker threads of the pool engine, each with one connection to every server.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub workers: u16,
+
+    /// Event-loop threads of the evented engine (default: the number of cores).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
+
+    /// Split multi-key gets over the servers (seed 000 section 1.7.3); off: one server answers.
+    #[arg(long)]
+    pub sharded: bool,
+
+    /// Where keys live: `all` writes every key to every server; `ketama` places keys on a
+    /// consistent-hash ring (as twemproxy does) with `--replication` copies.
+    #[arg(long, value_enum, default_value_t = DistributionArg::All)]
+    pub distribution: DistributionArg,
+
+    /// Key hash for the ketama ring (twemproxy's `hash:` setting).
+    #[arg(long, default_value = "md5", value_name = "md5|fnv1a_64")]
+    pub hash: KeyHash,
+
+    /// Copies of each key with ketama: a number from 1 to the number of servers, `half` or `all`.
+    #[arg(long, default_value = "1", value_name = "R|half|all")]
+    pub replication: Replication,
+
+    /// Which replica serves a read with ketama.
+    #[arg(long, value_enum, default_value_t = ReadFromArg::Primary)]
+    pub read_from: ReadFromArg,
+
+    /// With ketama: retry a failed read on the key's next replica before answering SERVER_ERROR.
+    #[arg(long)]
+    pub failover: bool,
+
+    /// How long a server may take to answer (connect, write, reply) before SERVER_ERROR.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub server_timeout_ms: u64,
+
+    /// Most clients connected at once; more are answered SERVER_ERROR and closed.
+    #[arg(long, default_value_t = 16384)]
+    pub max_clients: usize,
+
+    /// Largest value accepted in a storage command (memcached's default item size).
+    #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
+    pub max_value_size: usize,
+
+    /// Write measurements here: windows.jsonl, summary.json, requests.csv.
+    #[arg(long, value_name = "DIR")]
+    pub stats_dir: Option<PathBuf>,
+
+    /// Length of a measurement window in seconds.
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    pub stats_window: f64,
+
+    /// Log every N-th request with all its timestamps to requests.csv.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_log_sample: Option<u64>,
+
+    /// Print one line per measurement window on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+
+    /// Longest a shutdown waits for requests in flight.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub shutdown_grace_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Pool,
+    Evented,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DistributionArg {
+    All,
+    Ketama,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReadFromArg {
+    Primary,
+    AnyReplica,
+}
+
+impl Args {
+    /// Validates the options together and builds the typed settings; the error names the option.
+    pub fn into_settings(self) -> Result<Settings, String> {
+        let listen = endpoint(&self.listen).map_err(|e| format!("--listen {}: {e}", self.listen))?;
+        if self.servers.len() > 1024 {
+            return Err("at most 1024 servers".into());
+        }
+        let mut servers = Vec::with_capacity(self.servers.len());
+        for name in &self.servers {
+            servers.push(endpoint(name).map_err(|e| format!("--server {name}: {e}"))?);
+        }
+        let distribution = match self.distribution {
+            DistributionArg::All => Distribution::All,
+            DistributionArg::Ketama => Distribution::Ketama,
+        };
+        let replication = self.replication.resolve(servers.len())?;
+        if distribution == Distribution::All && self.replication != Replication::Count(1) {
+            return Err("--replication needs --distribution ketama (with `all`, every server has every key)".into());
+        }
+        if !(self.stats_window > 0.0 && self.stats_window <= 3600.0) {
+            return Err(format!("--stats-window must be between 0 and 3600 seconds, not {}", self.stats_window));
+        }
+        if self.server_timeout_ms == 0 {
+            return Err("--server-timeout-ms must be at least 1".into());
+        }
+        if self.max_value_size == 0 {
+            return Err("--max-value-size must be at least 1".into());
+        }
+        let threads = self
+            .threads
+            .map(usize::from)
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+        Ok(Settings {
+            listen,
+            servers,
+            engine: EngineSettings {
+                kind: match self.engine {
+                    EngineArg::Pool => Engine::Pool,
+                    EngineArg::Evented => Engine::Evented,
+                },
+                workers: usize::from(self.workers),
+                threads,
+            },
+            routing: Routing {
+                sharded: self.sharded,
+                distribution,
+                hash: self.hash,
+                replication,
+                read_from: match self.read_from {
+                    ReadFromArg::Primary => ReadFrom::Primary,
+                    ReadFromArg::AnyReplica => ReadFrom::AnyReplica,
+                },
+                failover: self.failover,
+            },
+            limits: ClientLimits { max_clients: self.max_clients, max_value_size: self.max_value_size },
+            measurement: Measurement {
+                stats_dir: self.stats_dir,
+                window: Duration::from_secs_f64(self.stats_window),
+                request_log_sample: self.request_log_sample,
+                verbose: self.verbose,
+            },
+            server_timeout: Duration::from_millis(self.server_timeout_ms),
+            shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+        })
+    }
+}
+
+fn endpoint(name: &str) -> Result<Endpoint, String> {
+    let addr = name
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or_else(|| "resolves to no address".to_string())?;
+    Ok(Endpoint { addr, name: name.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(argv: &[&str]) -> Result<Settings, String> {
+        Args::try_parse_from(std::iter::once("memrelay").chain(argv.iter().copied())).unwrap().into_settings()
+    }
+
+    #[test]
+    fn defaults() {
+        let s = settings(&["--server", "127.0.0.1:1"]).unwrap();
+        assert_eq!(s.engine.kind, Engine::Evented);
+        assert_eq!(s.engine.workers, 8);
+        assert_eq!(s.routing.replication, 1);
+        assert_eq!(s.limits.max_value_size, 1024 * 1024);
+        assert_eq!(s.server_timeout, Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn replication_needs_ketama_and_fits_the_servers() {
+        let all = ["--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--replication", "2"];
+        assert!(settings(&all).unwrap_err().contains("ketama"));
+        let two = ["--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--distribution", "ketama"];
+        let half = settings(&[&two[..], &["--replication", "half"]].concat()).unwrap();
+        assert_eq!(half.routing.replication, 1);
+        assert!(settings(&[&two[..], &["--replication", "3"]].concat()).unwrap_err().contains("more than"));
+    }
+}

@@ -1,0 +1,200 @@
+//! The client side, shared by both engines: the listener and the client limit, one [`Session`]
+//! per connection (bytes read and not yet parsed, replies waiting for the socket, what to skip,
+//! whether to close), the incremental-parse prelude every request goes through, flushing,
+//! closing and the start of a shutdown. An engine adds only its own per-client state (`E`) and
+//! what it does with a parsed request.
+//!
+//! - [`io`]: a connection's byte plumbing (read until drained, write until full).
+//! - [`local`]: the commands memrelay answers itself.
+
+pub(crate) mod io;
+pub(crate) mod local;
+
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse, Request};
+use mio::net::{TcpListener, TcpStream};
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use slab::Slab;
+
+use io::{ClientIo, ReadLimit};
+use local::LocalAnswers;
+
+/// The listening socket's token.
+pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
+/// The token of the waker that interrupts a poll (signals, finished jobs).
+pub(crate) const WAKER: Token = Token(usize::MAX - 2);
+/// Client tokens are slab slots below this; engines number their own sockets above it.
+pub(crate) const CLIENT_TOKENS: usize = usize::MAX / 2;
+
+/// Bytes read from a client socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// One client connection.
+pub(crate) struct Session<E> {
+    /// Shared with the pool engine's workers, which write replies to it directly.
+    pub socket: Arc<TcpStream>,
+    pub io: ClientIo,
+    /// Bytes still to discard (the data block of a value that was too large).
+    skip: usize,
+    /// No more requests: close once the output is written (quit, lost framing, shutdown).
+    pub closing: bool,
+    /// What the engine keeps per client.
+    pub engine: E,
+}
+
+/// What the next bytes of a client hold.
+pub(crate) enum Next {
+    /// Nothing whole yet (or the client is closing): wait for more bytes.
+    Wait,
+    /// Bytes that cannot be a request: the client gets this reply (the bytes are consumed and the
+    /// session marked closing where the framing is lost).
+    Invalid(ErrorReply),
+    /// A whole request; its `consumed` bytes are still pending (the caller takes them).
+    Request(Request),
+}
+
+impl<E> Session<E> {
+    pub fn pending(&self) -> &[u8] {
+        self.io.pending()
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        self.io.consume(n);
+    }
+
+    /// Discards what remains of a skipped data block, then parses the next request.
+    pub fn next_request(&mut self, limits: &Limits, local: &LocalAnswers) -> Next {
+        if self.closing || self.io.broken {
+            return Next::Wait;
+        }
+        if self.skip > 0 {
+            let n = self.skip.min(self.pending().len());
+            self.consume(n);
+            self.skip -= n;
+            if self.skip > 0 {
+                return Next::Wait;
+            }
+        }
+        if self.pending().is_empty() {
+            return Next::Wait;
+        }
+        match parse_request(self.pending(), limits) {
+            Parse::Incomplete => Next::Wait,
+            Parse::Invalid(invalid) => {
+                let n = invalid.skip.min(self.pending().len());
+                self.consume(n);
+                self.skip = invalid.skip - n;
+                self.closing |= invalid.close;
+                local.client_error();
+                Next::Invalid(invalid.reply)
+            }
+            Parse::Complete(request) => Next::Request(request),
+        }
+    }
+
+    /// Whether a complete request (or invalid bytes to answer) is still buffered: after EOF the
+    /// client is answered what it sent before it is closed.
+    pub fn has_request_buffered(&self, limits: &Limits) -> bool {
+        !self.pending().is_empty() && !matches!(parse_request(self.pending(), limits), Parse::Incomplete)
+    }
+}
+
+/// The clients of one event loop, and the listener it accepts them from.
+pub(crate) struct ClientSide<E> {
+    listener: Option<TcpListener>,
+    pub sessions: Slab<Session<E>>,
+    pub limits: Limits,
+    max_clients: usize,
+    pub local: LocalAnswers,
+}
+
+impl<E> ClientSide<E> {
+    pub fn new(
+        registry: &Registry,
+        mut listener: TcpListener,
+        limits: Limits,
+        max_clients: usize,
+        local: LocalAnswers,
+    ) -> std::io::Result<ClientSide<E>> {
+        registry.register(&mut listener, LISTENER, Interest::READABLE)?;
+        Ok(ClientSide { listener: Some(listener), sessions: Slab::with_capacity(1024), limits, max_clients, local })
+    }
+
+    /// Accepts every waiting client; one over the limit is told so and closed.
+    pub fn accept(&mut self, registry: &Registry, mut state: impl FnMut() -> E) {
+        let Some(listener) = self.listener.as_ref() else { return };
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if self.sessions.len() >= self.max_clients {
+                        let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    let entry = self.sessions.vacant_entry();
+                    let fd = stream.as_raw_fd();
+                    if registry.register(&mut SourceFd(&fd), Token(entry.key()), Interest::READABLE).is_err() {
+                        continue;
+                    }
+                    entry.insert(Session {
+                        socket: Arc::new(stream),
+                        io: ClientIo::new(READ_CHUNK),
+                        skip: 0,
+                        closing: false,
+                        engine: state(),
+                    });
+                    self.local.connection_opened();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Out of descriptors and the like: try again on the next event.
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Reads what the client sent (see [`ClientIo::read`]); true when reading paused at `limit`.
+    pub fn read(&mut self, slot: usize, to_eof: bool, limit: ReadLimit) -> bool {
+        let Some(session) = self.sessions.get_mut(slot) else { return false };
+        session.io.read(&*session.socket, to_eof, limit)
+    }
+
+    /// Writes what the socket takes of the client's output; asks for writable events otherwise.
+    pub fn flush(&mut self, registry: &Registry, slot: usize) {
+        let Some(session) = self.sessions.get_mut(slot) else { return };
+        if let Some(want) = session.io.flush(&*session.socket) {
+            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            let fd = session.socket.as_raw_fd();
+            let _ = registry.reregister(&mut SourceFd(&fd), Token(slot), interest);
+        }
+    }
+
+    /// Removes the client and closes its socket (a worker may still hold a reference to it).
+    pub fn close(&mut self, registry: &Registry, slot: usize) -> Session<E> {
+        let session = self.sessions.remove(slot);
+        let fd = session.socket.as_raw_fd();
+        let _ = registry.deregister(&mut SourceFd(&fd));
+        let _ = session.socket.shutdown(std::net::Shutdown::Both);
+        self.local.connection_closed();
+        session
+    }
+
+    /// Stops accepting and marks every client closing; returns nothing new to accept from now on.
+    pub fn begin_shutdown(&mut self, registry: &Registry) {
+        if let Some(mut listener) = self.listener.take() {
+            let _ = registry.deregister(&mut listener);
+        }
+        for (_, session) in self.sessions.iter_mut() {
+            session.closing = true;
+        }
+    }
+
+    /// Slots of every client (to visit them while the slab may change).
+    pub fn slots(&self) -> Vec<usize> {
+        self.sessions.iter().map(|(slot, _)| slot).collect()
+    }
+}

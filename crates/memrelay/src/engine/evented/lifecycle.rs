@@ -1,0 +1,168 @@
+//! A request's way through an event loop: parsed, routed, sent to its targets (batched per server
+//! connection), retried on another replica or copied (cas) when the rules say so, finished by the
+//! shared reply rules, and delivered to its client in request order.
+
+use std::time::Instant;
+
+use memrelay_protocol::{Command, Request, Status};
+
+use super::requests::TargetResult;
+use super::thread::EventLoop;
+use super::upstream::{Outstanding, Upstream};
+use crate::measure::metrics::{kind_of, Outcome, Timestamps};
+use crate::relay::failover_target;
+use crate::relay::failure::Failure;
+use crate::relay::rewrite::Outgoing;
+use crate::routing::Plan;
+
+impl EventLoop {
+    pub(super) fn start_request(&mut self, slot: usize, request: Request) {
+        let now = Instant::now();
+        let index = self.inflight.alloc();
+        let session = &mut self.clients.sessions[slot];
+        let entry = self.inflight.get_mut(index);
+        entry.client = Some(slot);
+        entry.input.extend_from_slice(&session.pending()[..request.consumed]);
+        entry.times = Timestamps::at(session.io.arrival());
+        entry.times.enqueue = now;
+        session.consume(request.consumed);
+        session.engine.queue.push_back(index);
+        let rr = self.round_robin;
+        if request.command.is_retrieval() {
+            self.round_robin = self.round_robin.wrapping_add(1);
+        }
+        let plan = self.router.route(&request, &entry.input, rr, &mut self.route);
+        entry.plan = plan;
+        entry.targets.clear();
+        entry.targets.extend_from_slice(&self.route.targets);
+        entry.key_owner.clear();
+        entry.key_owner.extend_from_slice(&self.route.key_owner);
+        let (noreply, quit) = (request.noreply, request.command == Command::Quit);
+        entry.request = Some(request);
+        match plan {
+            Plan::Local => {
+                let request = entry.request.as_ref().expect("set above");
+                if !noreply && !quit {
+                    self.clients.local.answer(request, &entry.input, 0, &mut entry.reply);
+                }
+                entry.outcome = Outcome::default();
+                entry.done = true;
+                self.clients.sessions[slot].closing |= quit;
+                self.ready.push(slot);
+            }
+            Plan::Forward(server) => {
+                entry.targets.clear();
+                entry.targets.push(server);
+                entry.first_target = server;
+                self.send_to_targets(index, now);
+            }
+            Plan::Replicate | Plan::Split => self.send_to_targets(index, now),
+            Plan::Cas => {
+                // The cas goes to the primary first; the copies follow once it stored.
+                entry.targets.truncate(1);
+                self.send_to_targets(index, now);
+            }
+        }
+        self.recorder.queue_length(now, self.upstreams.iter().map(Upstream::unsent).sum());
+    }
+
+    /// Queues the entry's request on every one of its targets' connections.
+    pub(super) fn send_to_targets(&mut self, index: usize, now: Instant) {
+        let entry = self.inflight.get_mut(index);
+        entry.expect_targets();
+        let generation = entry.generation;
+        for target in 0..entry.targets.len() {
+            let entry = self.inflight.get(index);
+            let request = entry.request.as_ref().expect("an in-flight entry carries a request");
+            let outgoing = Outgoing {
+                request,
+                input: &entry.input,
+                plan: entry.plan,
+                copying: entry.copying,
+                key_owner: &entry.key_owner,
+            };
+            let server = entry.targets[target];
+            let expect = outgoing.expect();
+            let bytes = outgoing.bytes_for(server, &mut self.scratch);
+            let upstream = &mut self.upstreams[server];
+            self.recorder.server_request(server);
+            if upstream.available(self.poll.registry(), now) {
+                let target = target as u16;
+                let outstanding =
+                    Outstanding { request: index, generation, target, expect, deadline: now + self.timeout };
+                upstream.push(bytes, outstanding);
+                if !self.dirty.contains(&server) {
+                    self.dirty.push(server);
+                }
+            } else {
+                self.recorder.server_failure(server);
+                self.target_done(index, target, TargetResult::Failed(Failure::Unavailable), &[]);
+            }
+        }
+    }
+
+    /// Target `target` of entry `index` has answered (or failed).
+    pub(super) fn target_done(&mut self, index: usize, target: usize, result: TargetResult, bytes: &[u8]) {
+        if self.inflight.get_mut(index).target_done(target, result, bytes) {
+            self.targets_complete(index);
+        }
+    }
+
+    /// Every target of entry `index` has answered: retry, copy (cas) or finish.
+    pub(super) fn targets_complete(&mut self, index: usize) {
+        let entry = self.inflight.get_mut(index);
+        let now = Instant::now();
+        entry.times.last_reply = now;
+        let request = entry.request.as_ref().expect("an in-flight entry carries a request");
+        let key = request.key(&entry.input);
+        // A read with failover: try the key's next replica.
+        if self.failover && entry.plan != Plan::Split && request.command.is_retrieval() {
+            if let TargetResult::Failed(_) = entry.results[0] {
+                self.router.replicas(key, &mut self.replicas);
+                entry.attempts += 1;
+                if let Some(next) = failover_target(&self.replicas, entry.first_target, usize::from(entry.attempts)) {
+                    entry.targets[0] = next;
+                    return self.send_to_targets(index, now);
+                }
+            }
+        }
+        // A cas the primary stored: copy the value to the other replicas.
+        if entry.plan == Plan::Cas && !entry.copying {
+            let stored = matches!(entry.results[0], TargetResult::Replied(r) if r.status == Status::Stored);
+            self.router.write_targets(key, &mut self.route.targets);
+            if stored && self.route.targets.len() > 1 {
+                entry.copying = true;
+                entry.targets.clear();
+                entry.targets.extend_from_slice(&self.route.targets[1..]);
+                return self.send_to_targets(index, now);
+            }
+        }
+        entry.finish(&self.addrs);
+        if let Some(client) = entry.client {
+            self.ready.push(client);
+        } else {
+            self.inflight.release(index);
+        }
+    }
+
+    /// Moves the client's completed head replies, in order, to its socket.
+    pub(super) fn deliver(&mut self, slot: usize) {
+        let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+        while let Some(&index) = session.engine.queue.front() {
+            let entry = self.inflight.get_mut(index);
+            if !entry.done {
+                break;
+            }
+            session.engine.queue.pop_front();
+            session.io.output().extend_from_slice(&entry.reply);
+            entry.times.reply_written = Instant::now();
+            if let Some(request) = entry.request.as_ref() {
+                let targets = entry.targets.len().max(1) as u16;
+                self.recorder.record(kind_of(request), &entry.times, &entry.outcome, targets);
+            }
+            self.inflight.release(index);
+        }
+        self.flush(slot);
+        self.close_if_done(slot);
+    }
+}

@@ -1,0 +1,75 @@
+//! The evented engine: K event-loop threads, each running the shared client side for its own
+//! clients and one non-blocking connection to every server, shared by all of its clients.
+//!
+//! ```text
+//!  clients ──TCP──▶ loop 1..K (mio; accept via SO_REUSEPORT, parse, route) ──batched writes──▶ memcached 1..S
+//!     ▲                 │  replies matched to requests in order per server connection
+//!     └── replies in ◀──┘  request order per client (a pipelining client may have many in flight)
+//! ```
+//!
+//! Times: enqueue = parsed, dequeue = first_send = written to a server connection (so queue time
+//! is the wait for the loop's batched write), last_reply = the last target's reply parsed,
+//! reply_written = handed to the client socket.
+//!
+//! - [`thread`]: one loop thread, its clients and the event-loop hooks.
+//! - [`lifecycle`]: a request from parsed to delivered (targets, failover, cas copies).
+//! - [`server_events`]: the server connections' events, failures and timeouts.
+//! - [`requests`]: the in-flight entries; [`upstream`]: one server connection.
+
+mod lifecycle;
+mod requests;
+mod server_events;
+mod thread;
+mod upstream;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use mio::{Poll, Waker};
+
+use crate::client::WAKER;
+use crate::settings::Settings;
+use crate::startup::{self, Error, Runtime};
+use thread::EventLoop;
+
+/// Runs the evented engine until SIGINT/SIGTERM (or `shutdown`), then stops cleanly.
+pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), Error> {
+    let threads = settings.engine.threads;
+    let runtime = Runtime::start(settings, threads, shutdown)?;
+    let settings = Arc::clone(&runtime.settings);
+    let local = runtime.local_answers(threads);
+    let mut loops = Vec::with_capacity(threads);
+    let mut wakers = Vec::with_capacity(threads);
+    for id in 0..threads {
+        let poll = Poll::new().map_err(Error::EventLoopSetup)?;
+        wakers.push(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
+        let listener = startup::listen(settings.listen.addr, true)?;
+        loops.push(EventLoop::new(
+            poll,
+            listener,
+            &settings,
+            Arc::clone(&runtime.router),
+            runtime.recorder(id),
+            local.clone(),
+        )?);
+    }
+    runtime.on_signal(move || {
+        for waker in &wakers {
+            let _ = waker.wake();
+        }
+    })?;
+    let mut handles = Vec::with_capacity(threads);
+    for (id, mut event_loop) in loops.into_iter().enumerate() {
+        let (shutdown, grace) = (Arc::clone(&runtime.shutdown), settings.shutdown_grace);
+        handles.push(startup::spawn(&format!("loop-{id}"), move || event_loop.run(&shutdown, grace))?);
+    }
+    let mut first_error = None;
+    for (id, handle) in handles.into_iter().enumerate() {
+        if let Err(error) = startup::join(&format!("loop-{id}"), handle) {
+            first_error = first_error.or(Some(error));
+        }
+    }
+    let stats_result = runtime.finish();
+    first_error.map_or(Ok(()), Err)?;
+    stats_result
+}

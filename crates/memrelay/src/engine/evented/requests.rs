@@ -1,0 +1,168 @@
+//! Requests in flight in one event loop: what each is waiting for, and its reply once every
+//! target has answered (built by the shared reply rules).
+//!
+//! Entries live in [`Requests`] and are reused with their buffers, so the steady state allocates
+//! nothing. An entry is referenced from its client's reply queue (by index) and from the
+//! upstreams' outstanding queues (by index and generation, so a stale reference is ignored).
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use memrelay_protocol::{Reply, Request};
+
+use crate::measure::metrics::{Outcome, Timestamps};
+use crate::relay::failure::Failure;
+use crate::relay::reply::{Answer, Finished};
+use crate::routing::Plan;
+
+/// What one target answered.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TargetResult {
+    Waiting,
+    Replied(Reply),
+    Failed(Failure),
+}
+
+pub(crate) struct InFlight {
+    pub generation: u32,
+    /// The client's slot; `None` once the client is gone (the entry is then recycled when done).
+    pub client: Option<usize>,
+    /// The request's bytes as they arrived; the parsed request's ranges index them.
+    pub input: Vec<u8>,
+    pub request: Option<Request>,
+    pub plan: Plan,
+    pub targets: Vec<usize>,
+    pub key_owner: Vec<usize>,
+    pub results: Vec<TargetResult>,
+    /// Each target's reply bytes.
+    pub bodies: Vec<Vec<u8>>,
+    /// Scratch for coalescing a split: each server's read position.
+    cursors: Vec<usize>,
+    pub remaining: usize,
+    /// For cas: the primary stored the value and the copies to the other replicas are out.
+    pub copying: bool,
+    /// Retries so far of a read with failover, and the server it went to first.
+    pub attempts: u16,
+    pub first_target: usize,
+    pub times: Timestamps,
+    pub sent: bool,
+    pub reply: Vec<u8>,
+    pub outcome: Outcome,
+    pub done: bool,
+}
+
+impl InFlight {
+    fn new() -> InFlight {
+        InFlight {
+            generation: 0,
+            client: None,
+            input: Vec::new(),
+            request: None,
+            plan: Plan::Local,
+            targets: Vec::new(),
+            key_owner: Vec::new(),
+            results: Vec::new(),
+            bodies: Vec::new(),
+            cursors: Vec::new(),
+            remaining: 0,
+            copying: false,
+            attempts: 0,
+            first_target: 0,
+            times: Timestamps::at(Instant::now()),
+            sent: false,
+            reply: Vec::new(),
+            outcome: Outcome::default(),
+            done: false,
+        }
+    }
+
+    /// Prepares the per-target results for `self.targets`.
+    pub fn expect_targets(&mut self) {
+        let n = self.targets.len();
+        self.results.clear();
+        self.results.resize(n, TargetResult::Waiting);
+        if self.bodies.len() < n {
+            self.bodies.resize_with(n, Vec::new);
+        }
+        for body in &mut self.bodies[..n] {
+            body.clear();
+        }
+        self.remaining = n;
+    }
+
+    /// Records target `target`'s answer; true when it was the last one awaited.
+    pub fn target_done(&mut self, target: usize, result: TargetResult, bytes: &[u8]) -> bool {
+        if !matches!(self.results[target], TargetResult::Waiting) {
+            return false;
+        }
+        self.results[target] = result;
+        self.bodies[target].extend_from_slice(bytes);
+        self.remaining -= 1;
+        self.remaining == 0
+    }
+
+    /// Builds the client's reply from the targets' answers (all are in).
+    pub fn finish(&mut self, addrs: &[SocketAddr]) {
+        let request = self.request.as_ref().expect("an in-flight entry carries a request");
+        let finished = Finished {
+            request,
+            input: &self.input,
+            plan: self.plan,
+            targets: &self.targets,
+            key_owner: &self.key_owner,
+        };
+        let (results, bodies) = (&self.results, &self.bodies);
+        let answer = |i: usize| match results[i] {
+            TargetResult::Replied(reply) => Answer::Replied(reply, &bodies[i]),
+            TargetResult::Failed(failure) => Answer::Failed(failure),
+            TargetResult::Waiting => Answer::Failed(Failure::Timeout),
+        };
+        self.outcome = finished.reply(answer, |s| addrs[s], &mut self.cursors, &mut self.reply);
+        self.done = true;
+    }
+}
+
+/// In-flight entries, reused.
+#[derive(Default)]
+pub(crate) struct Requests {
+    entries: Vec<InFlight>,
+    free: Vec<usize>,
+}
+
+impl Requests {
+    pub fn alloc(&mut self) -> usize {
+        match self.free.pop() {
+            Some(index) => index,
+            None => {
+                self.entries.push(InFlight::new());
+                self.entries.len() - 1
+            }
+        }
+    }
+
+    pub fn release(&mut self, index: usize) {
+        let entry = &mut self.entries[index];
+        entry.generation = entry.generation.wrapping_add(1);
+        entry.client = None;
+        entry.input.clear();
+        entry.request = None;
+        entry.reply.clear();
+        entry.done = false;
+        entry.sent = false;
+        entry.copying = false;
+        entry.attempts = 0;
+        self.free.push(index);
+    }
+
+    pub fn get(&self, index: usize) -> &InFlight {
+        &self.entries[index]
+    }
+
+    pub fn get_mut(&mut self, index: usize) -> &mut InFlight {
+        &mut self.entries[index]
+    }
+
+    pub fn in_use(&self) -> usize {
+        self.entries.len() - self.free.len()
+    }
+}

@@ -1,0 +1,239 @@
+//! One event-loop thread of the evented engine: its clients (the shared client side), its
+//! connections to every server, and the hooks the shared event loop calls.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memrelay_protocol::Limits;
+use mio::event::Event;
+use mio::net::TcpListener;
+use mio::{Events, Poll, Token};
+
+use super::requests::Requests;
+use super::upstream::{Outstanding, Upstream};
+use crate::client::io::ReadLimit;
+use crate::client::local::LocalAnswers;
+use crate::client::{ClientSide, Next};
+use crate::engine::event_loop::{self, Scheduler};
+use crate::measure::metrics::Recorder;
+use crate::routing::{RouteBuf, Router};
+use crate::settings::Settings;
+use crate::startup::Error;
+
+/// Upstream tokens count down from here (above every client token).
+pub(super) const UPSTREAM_BASE: usize = usize::MAX - 16;
+const READ_CHUNK: usize = 16 * 1024;
+/// Requests one client may have in flight before memrelay stops reading its pipeline.
+pub(super) const MAX_IN_FLIGHT_PER_CLIENT: usize = 256;
+
+/// What the loop keeps per client: its in-flight entries, in request order.
+#[derive(Default)]
+pub(super) struct Replies {
+    pub queue: VecDeque<usize>,
+}
+
+pub(super) struct EventLoop {
+    pub poll: Poll,
+    pub clients: ClientSide<Replies>,
+    pub upstreams: Vec<Upstream>,
+    pub addrs: Vec<SocketAddr>,
+    pub inflight: Requests,
+    pub router: Arc<Router>,
+    pub route: RouteBuf,
+    /// Scratch: a request rewritten for a server (noreply removed, a sub-get, a cas copy).
+    pub scratch: Vec<u8>,
+    pub replicas: Vec<usize>,
+    pub failed: Vec<Outstanding>,
+    /// Scratch: entries whose last awaited reply arrived in one read.
+    pub completed: Vec<usize>,
+    /// Clients whose head request may have completed.
+    pub ready: Vec<usize>,
+    /// Upstreams with a batch to write at the end of the turn.
+    pub dirty: Vec<usize>,
+    pub timeout: Duration,
+    pub failover: bool,
+    pub round_robin: usize,
+    pub recorder: Recorder,
+}
+
+impl EventLoop {
+    pub fn new(
+        poll: Poll,
+        listener: TcpListener,
+        settings: &Settings,
+        router: Arc<Router>,
+        recorder: Recorder,
+        local: LocalAnswers,
+    ) -> Result<EventLoop, Error> {
+        let limits = Limits { max_value_len: settings.limits.max_value_size, ..Limits::default() };
+        let clients = ClientSide::new(poll.registry(), listener, limits, settings.limits.max_clients, local)
+            .map_err(Error::EventLoopSetup)?;
+        let upstreams =
+            settings.servers.iter().enumerate().map(|(i, s)| Upstream::new(s.addr, Token(UPSTREAM_BASE - i))).collect();
+        Ok(EventLoop {
+            poll,
+            clients,
+            upstreams,
+            addrs: settings.servers.iter().map(|s| s.addr).collect(),
+            inflight: Requests::default(),
+            router,
+            route: RouteBuf::default(),
+            scratch: Vec::new(),
+            replicas: Vec::new(),
+            failed: Vec::new(),
+            completed: Vec::new(),
+            ready: Vec::new(),
+            dirty: Vec::new(),
+            timeout: settings.server_timeout,
+            failover: settings.routing.fails_over(),
+            round_robin: 0,
+            recorder,
+        })
+    }
+
+    pub fn run(&mut self, shutdown: &AtomicBool, grace: Duration) -> io::Result<()> {
+        event_loop::run(self, shutdown, grace)
+    }
+
+    pub fn flush(&mut self, slot: usize) {
+        self.clients.flush(self.poll.registry(), slot);
+    }
+
+    /// Closes the client once it is finished: broken, or closing (or at EOF) with every reply
+    /// written; entries still in flight are recycled when their replies arrive.
+    pub fn close_if_done(&mut self, slot: usize) {
+        let Some(session) = self.clients.sessions.get(slot) else { return };
+        let finished = session.io.broken
+            || ((session.closing || session.io.eof) && session.io.flushed() && session.engine.queue.is_empty());
+        if !finished {
+            return;
+        }
+        // With EOF but complete requests still buffered, answer them first.
+        if session.io.eof
+            && !session.closing
+            && !session.io.broken
+            && session.has_request_buffered(&self.clients.limits)
+        {
+            return;
+        }
+        let session = self.clients.close(self.poll.registry(), slot);
+        for &index in &session.engine.queue {
+            let entry = self.inflight.get_mut(index);
+            entry.client = None;
+            if entry.done {
+                self.inflight.release(index);
+            }
+        }
+    }
+}
+
+impl Scheduler for EventLoop {
+    fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        self.poll.poll(events, Some(timeout))
+    }
+
+    fn recorder(&mut self) -> &mut Recorder {
+        &mut self.recorder
+    }
+
+    fn timers(&mut self, now: Instant) -> Option<Instant> {
+        self.expire(now);
+        self.upstreams.iter().filter_map(Upstream::next_deadline).min()
+    }
+
+    fn accept(&mut self) {
+        self.clients.accept(self.poll.registry(), Replies::default);
+    }
+
+    /// Reads what the client sent; with enough requests in flight, reading pauses (pump reads
+    /// again once replies drain).
+    fn read_client(&mut self, slot: usize, to_eof: bool) {
+        let Some(session) = self.clients.sessions.get(slot) else { return };
+        let limit = if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT {
+            ReadLimit::Bytes(READ_CHUNK)
+        } else {
+            ReadLimit::None
+        };
+        self.clients.read(slot, to_eof, limit);
+    }
+
+    fn flush_client(&mut self, slot: usize) {
+        self.flush(slot);
+    }
+
+    /// Parses and starts the client's requests, up to the in-flight limit.
+    fn pump(&mut self, slot: usize) {
+        loop {
+            let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+            if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT {
+                break;
+            }
+            match session.next_request(&self.clients.limits, &self.clients.local) {
+                Next::Wait => break,
+                Next::Invalid(reply) => {
+                    let index = self.inflight.alloc();
+                    let entry = self.inflight.get_mut(index);
+                    entry.client = Some(slot);
+                    reply.write_to(&mut entry.reply);
+                    entry.done = true;
+                    entry.request = None;
+                    session.engine.queue.push_back(index);
+                    self.ready.push(slot);
+                }
+                Next::Request(request) => self.start_request(slot, request),
+            }
+        }
+        let reading = self.clients.sessions.get(slot).is_some_and(|s| {
+            !s.io.eof && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT && s.pending().len() <= READ_CHUNK
+        });
+        if reading {
+            // Reading may have stopped at the in-flight limit with bytes left in the socket.
+            let pending = self.clients.sessions[slot].pending().len();
+            self.read_client(slot, false);
+            if self.clients.sessions[slot].pending().len() > pending {
+                return self.pump(slot);
+            }
+        }
+        self.close_if_done(slot);
+    }
+
+    fn engine_event(&mut self, Token(token): Token, event: &Event) {
+        if token > UPSTREAM_BASE - self.upstreams.len() && token <= UPSTREAM_BASE {
+            let server = UPSTREAM_BASE - token;
+            if event.is_writable() {
+                self.upstream_writable(server);
+            }
+            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                self.upstream_readable(server, event.is_read_closed() || event.is_error());
+            }
+        }
+    }
+
+    /// Writes the batches of the turn and delivers completed replies.
+    fn end_of_turn(&mut self) {
+        while !self.ready.is_empty() || !self.dirty.is_empty() {
+            while let Some(server) = self.dirty.pop() {
+                self.flush_upstream(server);
+            }
+            while let Some(slot) = self.ready.pop() {
+                self.deliver(slot);
+                self.pump(slot);
+            }
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        self.clients.begin_shutdown(self.poll.registry());
+        for slot in self.clients.slots() {
+            self.close_if_done(slot);
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.inflight.in_use() == 0
+    }
+}

@@ -1,0 +1,80 @@
+//! The pool engine, the seeds' design: one net thread (the shared client side on a mio loop), a
+//! FIFO queue, W workers each with one blocking connection to every server.
+//!
+//! ```text
+//!  clients ──TCP──▶ net thread ──▶ request queue ──▶ worker 1..W ──TCP (one blocking conn per server)──▶ memcached 1..S
+//!     ▲            (mio, parses,     (MPMC, FIFO)      (route, send, wait,
+//!     └────────────  stamps times) ◀── done/leftover ── merge, reply to client)
+//! ```
+//!
+//! Stopping goes in order: the net thread first (nothing new is queued), then the workers drain
+//! the queue, then the stats thread writes the summary once every recorder is gone.
+
+mod job;
+mod net;
+mod server;
+mod worker;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use memrelay_protocol::Limits;
+use mio::{Poll, Waker};
+
+use crate::client::{ClientSide, WAKER};
+use crate::engine::event_loop;
+use crate::settings::Settings;
+use crate::startup::{self, Error, Runtime};
+use job::Job;
+use net::NetThread;
+use worker::Worker;
+
+/// Runs until SIGINT/SIGTERM (or `shutdown` is set), then returns after a clean stop.
+pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), Error> {
+    let workers = settings.engine.workers;
+    let runtime = Runtime::start(settings, workers + 1, shutdown)?;
+    let settings = Arc::clone(&runtime.settings);
+    let listener = startup::listen(settings.listen.addr, false)?;
+    let poll = Poll::new().map_err(Error::EventLoopSetup)?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
+    {
+        let waker = Arc::clone(&waker);
+        runtime.on_signal(move || {
+            let _ = waker.wake();
+        })?;
+    }
+
+    let (queue_in, queue_out) = crossbeam_channel::unbounded::<Box<Job>>();
+    let (done_in, done_out) = crossbeam_channel::unbounded::<Box<Job>>();
+    let mut worker_threads = Vec::with_capacity(workers);
+    for id in 0..workers {
+        let worker = Worker::new(&settings, Arc::clone(&runtime.router), runtime.recorder(id + 1));
+        let (queue, done, waker) = (queue_out.clone(), done_in.clone(), Arc::clone(&waker));
+        worker_threads.push(startup::spawn(&format!("worker-{id}"), move || {
+            worker.run(queue, done, move || {
+                let _ = waker.wake();
+            })
+        })?);
+    }
+    drop((queue_out, done_in));
+
+    let limits = Limits { max_value_len: settings.limits.max_value_size, ..Limits::default() };
+    let local = runtime.local_answers(workers);
+    let clients = ClientSide::new(poll.registry(), listener, limits, settings.limits.max_clients, local)
+        .map_err(Error::EventLoopSetup)?;
+    let mut net = NetThread::new(poll, clients, queue_in, done_out, runtime.recorder(0));
+    // The net thread runs here; when it returns (and is dropped), its queue sender is gone and
+    // the workers drain the queue.
+    let net_result = event_loop::run(&mut net, &runtime.shutdown, settings.shutdown_grace);
+    drop(net);
+    let mut panicked = None;
+    for handle in worker_threads {
+        if handle.join().is_err() {
+            panicked = Some(Error::Panicked("worker".into()));
+        }
+    }
+    let stats_result = runtime.finish();
+    net_result.map_err(Error::EventLoop)?;
+    panicked.map_or(Ok(()), Err)?;
+    stats_result
+}

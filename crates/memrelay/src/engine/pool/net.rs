@@ -1,0 +1,198 @@
+//! The net thread of the pool engine: the shared client side on one event loop, which stamps
+//! arrival and enqueue times and puts each parsed request on the queue as a job.
+//!
+//! It keeps at most one request per client in flight, so a pipelining client gets its replies
+//! in order. It answers `version`, `verbosity`, `stats` and `quit` itself, and it finishes
+//! writing replies a worker could not write at once (a worker never waits on a slow client).
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use memrelay_protocol::{Command, Request};
+use mio::event::Event;
+use mio::{Events, Poll, Token};
+
+use super::job::Job;
+use crate::client::io::ReadLimit;
+use crate::client::local::is_local;
+use crate::client::{ClientSide, Next};
+use crate::engine::event_loop::Scheduler;
+use crate::measure::metrics::{Kind, Outcome, Recorder, Timestamps};
+
+/// Bytes a client may have buffered beyond its request in flight before reading pauses.
+const MAX_BUFFERED: usize = 4 * 1024 * 1024;
+
+/// What the net thread keeps per client.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    /// The client's request is with a worker.
+    busy: bool,
+    read_paused: bool,
+}
+
+pub(crate) struct NetThread {
+    poll: Poll,
+    clients: ClientSide<InFlight>,
+    queue: Sender<Box<Job>>,
+    done: Receiver<Box<Job>>,
+    free_jobs: Vec<Box<Job>>,
+    /// The one round-robin counter (seed 000 section 1.3).
+    round_robin: usize,
+    recorder: Recorder,
+}
+
+impl NetThread {
+    pub fn new(
+        poll: Poll,
+        clients: ClientSide<InFlight>,
+        queue: Sender<Box<Job>>,
+        done: Receiver<Box<Job>>,
+        recorder: Recorder,
+    ) -> NetThread {
+        NetThread { poll, clients, queue, done, free_jobs: Vec::new(), round_robin: 0, recorder }
+    }
+
+    /// Answers a command memrelay answers itself, at once (nothing else of the client is in flight).
+    fn answer_locally(&mut self, slot: usize, request: &Request) {
+        let session = &mut self.clients.sessions[slot];
+        let arrival = session.io.arrival();
+        let quit = request.command == Command::Quit;
+        if !request.noreply && !quit {
+            let queue_len = self.queue.len();
+            let (pending, output) = session.io.pending_and_output();
+            self.clients.local.answer(request, pending, queue_len, output);
+        }
+        session.consume(request.consumed);
+        session.closing |= quit;
+        let mut times = Timestamps::at(arrival);
+        times.reply_written = Instant::now();
+        self.recorder.record(Kind::Other, &times, &Outcome::default(), 0);
+    }
+
+    /// Hands the request to the workers; false when they are gone (shutting down).
+    fn enqueue(&mut self, slot: usize, request: Request) -> bool {
+        let session = &mut self.clients.sessions[slot];
+        let mut job = self.free_jobs.pop().unwrap_or_else(Job::new);
+        job.client = slot;
+        job.socket = Some(Arc::clone(&session.socket));
+        job.input.extend_from_slice(&session.pending()[..request.consumed]);
+        job.rr = self.round_robin;
+        if request.command.is_retrieval() {
+            self.round_robin = self.round_robin.wrapping_add(1);
+        }
+        job.times = Timestamps::at(session.io.arrival());
+        session.consume(request.consumed);
+        job.request = Some(request);
+        session.engine.busy = true;
+        job.times.enqueue = Instant::now();
+        // Sampled as this request finds the queue (what waits ahead of it).
+        self.recorder.queue_length(job.times.enqueue, self.queue.len());
+        if self.queue.send(job).is_err() {
+            let session = &mut self.clients.sessions[slot];
+            session.io.broken = true;
+            session.engine.busy = false;
+            return false;
+        }
+        true
+    }
+
+    /// Reading pauses while a client has too much buffered; it resumes once that is parsed.
+    fn resume_reading(&mut self, slot: usize) {
+        let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+        if session.engine.read_paused && session.pending().len() <= MAX_BUFFERED {
+            session.engine.read_paused = false;
+            self.read_client(slot, false);
+        }
+    }
+
+    fn close_if_done(&mut self, slot: usize) {
+        let done = self
+            .clients
+            .sessions
+            .get(slot)
+            .is_some_and(|s| !s.engine.busy && (s.io.broken || ((s.closing || s.io.eof) && s.io.flushed())));
+        if done {
+            self.clients.close(self.poll.registry(), slot);
+        }
+    }
+}
+
+impl Scheduler for NetThread {
+    fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        self.poll.poll(events, Some(timeout))
+    }
+
+    fn recorder(&mut self) -> &mut Recorder {
+        &mut self.recorder
+    }
+
+    fn timers(&mut self, _now: Instant) -> Option<Instant> {
+        None
+    }
+
+    fn accept(&mut self) {
+        self.clients.accept(self.poll.registry(), InFlight::default);
+    }
+
+    fn read_client(&mut self, slot: usize, to_eof: bool) {
+        if self.clients.read(slot, to_eof, ReadLimit::Bytes(MAX_BUFFERED)) {
+            self.clients.sessions[slot].engine.read_paused = true;
+        }
+    }
+
+    fn flush_client(&mut self, slot: usize) {
+        self.clients.flush(self.poll.registry(), slot);
+    }
+
+    /// Parses and dispatches the client's next requests while none is in flight, then closes the
+    /// client if it is finished.
+    fn pump(&mut self, slot: usize) {
+        loop {
+            self.flush_client(slot);
+            let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+            if session.engine.busy || !session.io.flushed() {
+                break;
+            }
+            match session.next_request(&self.clients.limits, &self.clients.local) {
+                Next::Wait => break,
+                Next::Invalid(reply) => reply.write_to(session.io.output()),
+                Next::Request(request) if is_local(request.command) => self.answer_locally(slot, &request),
+                Next::Request(request) => {
+                    if !self.enqueue(slot, request) {
+                        break;
+                    }
+                }
+            }
+        }
+        self.resume_reading(slot);
+        self.close_if_done(slot);
+    }
+
+    fn engine_event(&mut self, _token: Token, _event: &Event) {}
+
+    /// Takes back the jobs the workers finished and moves each client on.
+    fn end_of_turn(&mut self) {
+        while let Ok(mut job) = self.done.try_recv() {
+            let slot = job.client;
+            if let Some(session) = self.clients.sessions.get_mut(slot) {
+                session.engine.busy = false;
+                if job.written < job.reply.len() {
+                    session.io.output().extend_from_slice(&job.reply[job.written..]);
+                }
+            }
+            job.recycle();
+            self.free_jobs.push(job);
+            self.pump(slot);
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        self.clients.begin_shutdown(self.poll.registry());
+    }
+
+    fn idle(&self) -> bool {
+        self.clients.sessions.iter().all(|(_, s)| !s.engine.busy)
+    }
+}

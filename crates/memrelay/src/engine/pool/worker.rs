@@ -1,0 +1,187 @@
+//! A pool worker: takes a job from the queue, routes it, talks to the servers over its own
+//! blocking connections (writes to every target first, then reads every reply), builds the
+//! client's reply with the shared reply rules, writes it to the client socket directly and hands
+//! the job back to the net thread, with whatever the socket could not take at once.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use memrelay_protocol::{Request, Status};
+
+use super::job::Job;
+use super::server::ServerConn;
+use crate::measure::metrics::{kind_of, Recorder};
+use crate::relay::failover_target;
+use crate::relay::failure::Failure;
+use crate::relay::reply::{Answer, Finished};
+use crate::relay::rewrite::Outgoing;
+use crate::routing::{Plan, RouteBuf, Router};
+use crate::settings::Settings;
+
+pub(crate) struct Worker {
+    router: Arc<Router>,
+    servers: Vec<ServerConn>,
+    route: RouteBuf,
+    /// The bytes a target gets when they are a rewrite of the request.
+    scratch: Vec<u8>,
+    /// Per-target result of the current exchange.
+    results: Vec<Result<(), Failure>>,
+    cursors: Vec<usize>,
+    /// The replicas a successful cas is copied to.
+    copies: Vec<usize>,
+    replicas: Vec<usize>,
+    failover: bool,
+    timeout: Duration,
+    recorder: Recorder,
+}
+
+impl Worker {
+    pub fn new(settings: &Settings, router: Arc<Router>, recorder: Recorder) -> Worker {
+        let servers = settings.servers.iter().map(|s| ServerConn::new(s.addr, settings.server_timeout)).collect();
+        Worker {
+            servers,
+            route: RouteBuf::default(),
+            scratch: Vec::new(),
+            results: Vec::new(),
+            cursors: Vec::new(),
+            copies: Vec::new(),
+            replicas: Vec::new(),
+            failover: settings.routing.fails_over(),
+            timeout: settings.server_timeout,
+            router,
+            recorder,
+        }
+    }
+
+    /// Serves jobs until the queue is closed and empty.
+    pub fn run(mut self, queue: Receiver<Box<Job>>, done: Sender<Box<Job>>, wake_net: impl Fn()) {
+        let clock = self.recorder.clock();
+        loop {
+            let now = Instant::now();
+            self.recorder.roll(now);
+            let until_window_end = clock.end_of(clock.index(now)).saturating_duration_since(now);
+            match queue.recv_timeout(until_window_end) {
+                Ok(mut job) => {
+                    self.serve(&mut job);
+                    if done.send(job).is_err() {
+                        break;
+                    }
+                    wake_net();
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        self.recorder.flush();
+    }
+
+    fn serve(&mut self, job: &mut Job) {
+        job.times.dequeue = Instant::now();
+        let request = job.request.clone().expect("queued jobs carry a parsed request");
+        let plan = self.router.route(&request, &job.input, job.rr, &mut self.route);
+        let deadline = job.times.dequeue + self.timeout;
+        job.times.first_send = Instant::now();
+        if let Plan::Forward(server) = plan {
+            self.route.targets.clear();
+            self.route.targets.push(server);
+        }
+        let mut copying = false;
+        self.exchange(&request, &job.input, plan, copying, deadline);
+        match plan {
+            Plan::Forward(first) if self.failover && request.command.is_retrieval() => {
+                self.router.replicas(request.key(&job.input), &mut self.replicas);
+                let mut attempt = 1;
+                while self.results[0].is_err() {
+                    let Some(next) = failover_target(&self.replicas, first, attempt) else { break };
+                    self.route.targets[0] = next;
+                    self.exchange(&request, &job.input, plan, copying, deadline);
+                    attempt += 1;
+                }
+            }
+            Plan::Cas if self.primary_stored() => {
+                // The primary stored: copy the value to the other replicas.
+                self.copies.clear();
+                self.router.write_targets(request.key(&job.input), &mut self.copies);
+                if self.copies.len() > 1 {
+                    self.route.targets.clear();
+                    self.route.targets.extend_from_slice(&self.copies[1..]);
+                    copying = true;
+                    self.exchange(&request, &job.input, plan, copying, deadline);
+                }
+            }
+            _ => {}
+        }
+        job.times.last_reply = Instant::now();
+        let finished = Finished {
+            request: &request,
+            input: &job.input,
+            plan,
+            targets: &self.route.targets,
+            key_owner: &self.route.key_owner,
+        };
+        let (servers, results) = (&self.servers, &self.results);
+        let answer = |i: usize| match results[i] {
+            Ok(()) => {
+                let conn = &servers[finished.targets[i]];
+                Answer::Replied(conn.last_reply().expect("a successful exchange leaves a reply"), conn.input.pending())
+            }
+            Err(failure) => Answer::Failed(failure),
+        };
+        let outcome = finished.reply(answer, |s| servers[s].addr, &mut self.cursors, &mut job.reply);
+        write_to_client(job);
+        job.times.reply_written = Instant::now();
+        let targets = self.route.targets.len().max(1) as u16;
+        self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
+    }
+
+    /// Whether the primary answered the `cas` just sent with `STORED`.
+    fn primary_stored(&self) -> bool {
+        self.results[0].is_ok()
+            && self.servers[self.route.targets[0]].last_reply().map(|r| r.status) == Some(Status::Stored)
+    }
+
+    /// Sends each target in `self.route.targets` its bytes, then reads every reply;
+    /// `self.results[i]` says how target i went. A `cas` goes to its primary alone first.
+    fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, copying: bool, deadline: Instant) {
+        if plan == Plan::Cas && !copying {
+            self.route.targets.truncate(1);
+        }
+        let outgoing = Outgoing { request, input, plan, copying, key_owner: &self.route.key_owner };
+        self.results.clear();
+        for &target in &self.route.targets {
+            let bytes = outgoing.bytes_for(target, &mut self.scratch);
+            self.results.push(self.servers[target].send(bytes, deadline));
+            self.recorder.server_request(target);
+        }
+        let expect = outgoing.expect();
+        for (i, &target) in self.route.targets.iter().enumerate() {
+            if self.results[i].is_ok() {
+                self.results[i] = self.servers[target].receive(expect, deadline).map(|_| ());
+            }
+            if self.results[i].is_err() {
+                self.recorder.server_failure(target);
+            }
+        }
+    }
+}
+
+/// Writes as much of the reply as the client socket takes now; the net thread finishes the rest.
+fn write_to_client(job: &mut Job) {
+    let Some(socket) = job.socket.as_deref() else { return };
+    let mut stream = socket;
+    while job.written < job.reply.len() {
+        match stream.write(&job.reply[job.written..]) {
+            Ok(0) => break,
+            Ok(n) => job.written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => {
+                // The client is gone; the net thread sees it on its side and cleans up.
+                job.written = job.reply.len();
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Measurement, shared by both engines: every thread records into its own [`metrics::Recorder`]
+//! (counters and HdrHistograms per request type, no lock or allocation per request) and ships a
+//! window at each boundary to the [`stats`] thread, which merges them, writes `windows.jsonl`,
+//! `requests.csv` and `summary.json`, and publishes running totals ([`live`]) for the `stats`
+//! command.
+
+pub(crate) mod live;
+pub mod metrics;
+pub(crate) mod stats;

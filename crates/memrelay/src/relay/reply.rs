@@ -1,0 +1,208 @@
+//! The reply rules: how the client's reply is built once every target of its request has
+//! answered, for both engines. A replicated request relays the first failure in target order or
+//! else the first success ([`pick_reply`]); a split multi-get relays a failing target's error or
+//! else merges the `VALUE` blocks back into key order with one `END` ([`coalesce`]); a failed
+//! exchange becomes `SERVER_ERROR <reason> (<server>)`; `noreply` requests get nothing.
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use memrelay_protocol::{compose, value_block, Reply, Request, Status};
+
+use crate::measure::metrics::Outcome;
+use crate::relay::failure::{pick_reply, Failure};
+use crate::routing::Plan;
+
+/// How one target's exchange went.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Answer<'a> {
+    /// Its parsed reply and the bytes that start with it.
+    Replied(Reply, &'a [u8]),
+    Failed(Failure),
+}
+
+/// A request whose targets have all answered.
+pub(crate) struct Finished<'a> {
+    pub request: &'a Request,
+    pub input: &'a [u8],
+    pub plan: Plan,
+    pub targets: &'a [usize],
+    pub key_owner: &'a [usize],
+}
+
+impl Finished<'_> {
+    /// Writes the client's reply to `out` (cleared first) and says what it held. `answer(i)` is
+    /// target i's answer; `addr(s)` names server s; `cursors` is scratch.
+    pub fn reply<'b>(
+        &self,
+        answer: impl Fn(usize) -> Answer<'b>,
+        addr: impl Fn(usize) -> SocketAddr,
+        cursors: &mut Vec<usize>,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        out.clear();
+        let keys = self.request.key_count as u32;
+        let mut outcome = Outcome { keys, ..Outcome::default() };
+        let chosen = if self.plan == Plan::Split {
+            // The first target whose reply is an error or whose exchange failed, if any.
+            (0..self.targets.len()).find(|&i| match answer(i) {
+                Answer::Replied(reply, _) => reply.status.is_error(),
+                Answer::Failed(_) => true,
+            })
+        } else {
+            let statuses = (0..self.targets.len()).map(|i| match answer(i) {
+                Answer::Replied(reply, _) => Ok(reply.status),
+                Answer::Failed(failure) => Err(failure),
+            });
+            pick_reply(statuses).map(|(i, _)| i)
+        };
+        match chosen.map(|i| (i, answer(i))) {
+            Some((_, Answer::Replied(reply, bytes))) => {
+                out.extend_from_slice(&bytes[..reply.consumed]);
+                outcome.error = reply.status.is_error();
+                if self.request.command.is_retrieval() && reply.status == Status::End {
+                    outcome.hits = reply.items;
+                    outcome.misses = keys.saturating_sub(reply.items);
+                }
+            }
+            Some((i, Answer::Failed(failure))) => {
+                server_error(failure, addr(self.targets[i]), out);
+                outcome.error = true;
+            }
+            None if self.plan == Plan::Split => {
+                let servers = self.targets.iter().copied().max().map_or(0, |s| s + 1);
+                cursors.clear();
+                cursors.resize(servers, 0);
+                let body = |server: usize| {
+                    let i = self.targets.iter().position(|&t| t == server).expect("every owner is a target");
+                    match answer(i) {
+                        Answer::Replied(reply, bytes) => &bytes[..reply.body_end],
+                        Answer::Failed(_) => &[][..],
+                    }
+                };
+                let hits = coalesce(self.request.keys(self.input), self.key_owner, body, cursors, out);
+                out.extend_from_slice(compose::END);
+                outcome.hits = hits;
+                outcome.misses = keys - hits;
+            }
+            None => {}
+        }
+        if self.request.noreply {
+            out.clear();
+        }
+        outcome
+    }
+}
+
+/// `SERVER_ERROR <reason> (<server>)`; formatting only on the failure path.
+pub(crate) fn server_error(failure: Failure, addr: SocketAddr, out: &mut Vec<u8>) {
+    out.clear();
+    let _ = write!(out, "SERVER_ERROR {} ({addr})\r\n", failure.reason());
+}
+
+/// Appends to `out`, in the order `keys` were asked for, the `VALUE` block each server returned
+/// for it. `body(s)` is server s's reply without its `END`; `cursors` (one per server, zeroed by
+/// the caller) track how far each body has been consumed. A server answers its keys in the
+/// order asked and leaves misses out, so a key's block, if any, is at its server's cursor.
+/// Returns the number of hits.
+pub(crate) fn coalesce<'a>(
+    keys: impl Iterator<Item = &'a [u8]>,
+    key_owner: &[usize],
+    body: impl Fn(usize) -> &'a [u8],
+    cursors: &mut [usize],
+    out: &mut Vec<u8>,
+) -> u32 {
+    let mut hits = 0;
+    for (key, &server) in keys.zip(key_owner) {
+        let rest = &body(server)[cursors[server]..];
+        if let Some((key_range, len)) = value_block(rest) {
+            if &rest[key_range] == key {
+                out.extend_from_slice(&rest[..len]);
+                cursors[server] += len;
+                hits += 1;
+            }
+        }
+    }
+    hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memrelay_protocol::{parse_request, Limits, Parse};
+
+    fn parse(line: &[u8]) -> Request {
+        let Parse::Complete(request) = parse_request(line, &Limits::default()) else { panic!() };
+        request
+    }
+
+    fn reply(bytes: &[u8]) -> Reply {
+        let expect = if bytes.starts_with(b"VALUE") || bytes.starts_with(b"END") {
+            memrelay_protocol::Expect::Values
+        } else {
+            memrelay_protocol::Expect::Line
+        };
+        match memrelay_protocol::ReplyParser::new(expect).parse(bytes) {
+            Parse::Complete(reply) => reply,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn addr(server: usize) -> SocketAddr {
+        format!("127.0.0.1:{}", 11211 + server).parse().unwrap()
+    }
+
+    #[test]
+    fn coalesce_restores_key_order_with_misses_and_repeats() {
+        // Keys a b c a over two servers: a, c on server 0; b, a on server 1. b misses.
+        let keys: [&[u8]; 4] = [b"a", b"b", b"c", b"a"];
+        let owner = [0, 1, 0, 1];
+        let server0 = b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\n".as_slice();
+        let server1 = b"VALUE a 0 1\r\n1\r\n".as_slice();
+        let mut out = Vec::new();
+        let mut cursors = [0, 0];
+        let hits =
+            coalesce(keys.into_iter(), &owner, |s| if s == 0 { server0 } else { server1 }, &mut cursors, &mut out);
+        assert_eq!(hits, 3);
+        assert_eq!(out, b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nVALUE a 0 1\r\n1\r\n");
+    }
+
+    #[test]
+    fn replicated_write_relays_the_first_failure_in_target_order() {
+        let line = b"set k 0 0 1\r\nx\r\n";
+        let request = parse(line);
+        let replies: [&[u8]; 3] = [b"STORED\r\n", b"NOT_STORED\r\n", b"STORED\r\n"];
+        let finished =
+            Finished { request: &request, input: line, plan: Plan::Replicate, targets: &[2, 0, 1], key_owner: &[] };
+        let answer = |i: usize| Answer::Replied(reply(replies[i]), replies[i]);
+        let mut out = Vec::new();
+        let outcome = finished.reply(answer, addr, &mut Vec::new(), &mut out);
+        assert_eq!(out, b"NOT_STORED\r\n");
+        // NOT_STORED is the server's answer, not an error reply.
+        assert!(!outcome.error);
+        let failed = |i: usize| if i == 2 { Answer::Failed(Failure::Timeout) } else { answer(0) };
+        finished.reply(failed, addr, &mut Vec::new(), &mut out);
+        assert_eq!(out, b"SERVER_ERROR server timeout (127.0.0.1:11212)\r\n");
+    }
+
+    #[test]
+    fn split_get_merges_in_key_order_and_noreply_is_silent() {
+        let line = b"get a b c\r\n";
+        let request = parse(line);
+        let bodies: [&[u8]; 2] = [b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nEND\r\n", b"END\r\n"];
+        let finished =
+            Finished { request: &request, input: line, plan: Plan::Split, targets: &[1, 0], key_owner: &[1, 0, 1] };
+        let answer = |i: usize| Answer::Replied(reply(bodies[i]), bodies[i]);
+        let mut out = Vec::new();
+        let outcome = finished.reply(answer, addr, &mut Vec::new(), &mut out);
+        assert_eq!(out, b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nEND\r\n");
+        assert_eq!((outcome.hits, outcome.misses), (2, 1));
+
+        let line = b"delete k noreply\r\n";
+        let request = parse(line);
+        let finished =
+            Finished { request: &request, input: line, plan: Plan::Replicate, targets: &[0], key_owner: &[] };
+        finished.reply(|_| Answer::Failed(Failure::Reset), addr, &mut Vec::new(), &mut out);
+        assert!(out.is_empty());
+    }
+}

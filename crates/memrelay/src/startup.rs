@@ -1,0 +1,156 @@
+//! Start-up and stop, the same for both engines: the router, the listener, the statistics thread
+//! and the recorders that feed it, the signal handler; and [`Error`], one message per way
+//! memrelay can fail to start or stop badly.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use mio::net::TcpListener;
+use socket2::{Domain, Socket, Type};
+
+use crate::client::local::LocalAnswers;
+use crate::measure::live::LiveTotals;
+use crate::measure::metrics::{Recorder, Window, WindowClock};
+use crate::measure::stats::StatsThread;
+use crate::routing::Router;
+use crate::settings::Settings;
+
+/// Why memrelay could not start, or stopped badly.
+#[derive(Debug)]
+pub enum Error {
+    /// The servers do not make a ring (e.g. a name that is not `host:port`).
+    Routing(String),
+    Listen {
+        addr: SocketAddr,
+        source: io::Error,
+    },
+    /// The poller, its waker or the signal handler could not be set up.
+    EventLoopSetup(io::Error),
+    Thread {
+        name: String,
+        source: io::Error,
+    },
+    /// The statistics directory or files could not be written.
+    Statistics(io::Error),
+    /// An event loop failed while running.
+    EventLoop(io::Error),
+    /// A thread panicked (its message went to stderr).
+    Panicked(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Routing(reason) => write!(f, "{reason}"),
+            Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            Error::EventLoopSetup(source) => write!(f, "cannot set up the event loop: {source}"),
+            Error::Thread { name, source } => write!(f, "cannot start thread {name}: {source}"),
+            Error::Statistics(source) => write!(f, "cannot write statistics: {source}"),
+            Error::EventLoop(source) => write!(f, "event loop failed: {source}"),
+            Error::Panicked(name) => write!(f, "the {name} thread panicked"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// What every engine starts with: the router, the statistics thread and the channels its
+/// recorders ship windows on, the running totals and the shutdown flag.
+pub(crate) struct Runtime {
+    pub settings: Arc<Settings>,
+    pub router: Arc<Router>,
+    pub live: Arc<LiveTotals>,
+    pub shutdown: Arc<AtomicBool>,
+    clock: WindowClock,
+    to_stats: Sender<Box<Window>>,
+    recycled: Receiver<Box<Window>>,
+    stats: JoinHandle<io::Result<()>>,
+}
+
+impl Runtime {
+    /// Starts the statistics thread for `recorders` recording threads.
+    pub fn start(settings: Settings, recorders: usize, shutdown: Arc<AtomicBool>) -> Result<Runtime, Error> {
+        let settings = Arc::new(settings);
+        let router = Arc::new(Router::new(&settings.routing, &settings.servers).map_err(Error::Routing)?);
+        let clock = WindowClock { start: Instant::now(), length: settings.measurement.window };
+        let (to_stats, stats_in) = crossbeam_channel::unbounded();
+        let (recycle_out, recycled) = crossbeam_channel::unbounded();
+        let live = LiveTotals::new(settings.servers.len());
+        let stats = StatsThread::new(Arc::clone(&settings), clock, recorders, stats_in, recycle_out, Arc::clone(&live))
+            .map_err(Error::Statistics)?;
+        let stats = spawn("stats", move || stats.run())?;
+        Ok(Runtime { settings, router, live, shutdown, clock, to_stats, recycled, stats })
+    }
+
+    /// The recorder of recording thread `thread` (numbered from 0).
+    pub fn recorder(&self, thread: usize) -> Recorder {
+        Recorder::new(
+            thread as u16,
+            self.clock,
+            self.settings.servers.len(),
+            self.settings.measurement.request_log_sample,
+            self.to_stats.clone(),
+            self.recycled.clone(),
+        )
+    }
+
+    /// The answers to `version`, `stats` and the like; `threads` is what `stats` reports.
+    pub fn local_answers(&self, threads: usize) -> LocalAnswers {
+        let names = self.settings.servers.iter().map(|s| s.name.clone()).collect();
+        LocalAnswers::new(Arc::clone(&self.live), names, threads)
+    }
+
+    /// On SIGINT/SIGTERM: sets the shutdown flag and calls `wake`.
+    pub fn on_signal(&self, wake: impl Fn() + Send + 'static) -> Result<(), Error> {
+        crate::signals::on_signal(Arc::clone(&self.shutdown), wake).map_err(Error::EventLoopSetup)
+    }
+
+    /// Waits for the statistics thread to write the summary, once every recorder is gone.
+    pub fn finish(self) -> Result<(), Error> {
+        let Runtime { to_stats, recycled, stats, .. } = self;
+        drop((to_stats, recycled));
+        match stats.join() {
+            Ok(result) => result.map_err(Error::Statistics),
+            Err(_) => Err(Error::Panicked("stats".into())),
+        }
+    }
+}
+
+/// The listening socket: non-blocking, `SO_REUSEADDR`, a backlog for bursts of connections;
+/// with `reuse_port` several loops may each listen on the same address.
+pub(crate) fn listen(addr: SocketAddr, reuse_port: bool) -> Result<TcpListener, Error> {
+    let bind = || -> io::Result<TcpListener> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        if reuse_port {
+            socket.set_reuse_port(true)?;
+        }
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(1024)?;
+        Ok(TcpListener::from_std(socket.into()))
+    };
+    bind().map_err(|source| Error::Listen { addr, source })
+}
+
+/// Starts a named thread.
+pub(crate) fn spawn<T: Send + 'static>(
+    name: &str,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, Error> {
+    thread::Builder::new().name(name.into()).spawn(body).map_err(|source| Error::Thread { name: name.into(), source })
+}
+
+/// Joins an engine thread that returns an event loop's result.
+pub(crate) fn join(name: &str, handle: JoinHandle<io::Result<()>>) -> Result<(), Error> {
+    match handle.join() {
+        Ok(result) => result.map_err(Error::EventLoop),
+        Err(_) => Err(Error::Panicked(name.into())),
+    }
+}
