@@ -138,21 +138,21 @@ fn success_only_when_every_server_succeeds(engine: &str) {
     let servers = servers(3);
     let relay = Memrelay::start(engine, &refs(&servers), &[]);
     let mut c = relay.client();
-    for holder in 0..3 {
+    for (holder, server) in servers.iter().enumerate() {
         // One server holds the key, the others do not.
         let key = format!("s:add{holder}");
-        servers[holder].set_raw(&key, b"mine");
+        server.set_raw(&key, b"mine");
         assert_eq!(c.storage("add", &key, b"new"), "NOT_STORED\r\n", "add with server {holder} holding the key");
-        assert_eq!(servers[holder].get_raw(&key).as_deref(), Some(&b"mine"[..]));
+        assert_eq!(server.get_raw(&key).as_deref(), Some(&b"mine"[..]));
 
         // replace fails on the servers without the key.
         let key = format!("s:replace{holder}");
-        servers[holder].set_raw(&key, b"mine");
+        server.set_raw(&key, b"mine");
         assert_eq!(c.storage("replace", &key, b"new"), "NOT_STORED\r\n");
 
         // delete finds it on one server only.
         let key = format!("s:delete{holder}");
-        servers[holder].set_raw(&key, b"mine");
+        server.set_raw(&key, b"mine");
         assert_eq!(c.line(format!("delete {key}\r\n").as_bytes()), "NOT_FOUND\r\n");
     }
 }

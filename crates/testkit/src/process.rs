@@ -108,15 +108,15 @@ pub fn wait_for(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool 
 
 /// Raises this process's open-file limit (inherited by the processes it starts) to `want`,
 /// or the hard limit if lower. Returns the new soft limit.
-pub fn raise_nofile(want: u64) -> u64 {
+pub fn raise_nofile(want: libc::rlim_t) -> libc::rlim_t {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit with a valid pointer.
     unsafe {
         assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
-        if limit.rlim_cur < want as libc::rlim_t {
-            limit.rlim_cur = (want as libc::rlim_t).min(limit.rlim_max);
+        if limit.rlim_cur < want {
+            limit.rlim_cur = want.min(limit.rlim_max);
             assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
         }
     }
-    limit.rlim_cur as u64
+    limit.rlim_cur
 }

@@ -308,7 +308,7 @@ fn distribution(histogram: &Histogram<u64>, sum_us: u64, count: u64) -> Value {
 /// buckets (a sparse list: a long tail would otherwise be thousands of zeros).
 fn buckets(histogram: &Histogram<u64>) -> Value {
     let mut pairs = Vec::new();
-    if histogram.len() > 0 {
+    if !histogram.is_empty() {
         for step in histogram.iter_linear(HISTOGRAM_BUCKET_US) {
             let count = step.count_since_last_iteration();
             if count > 0 {
