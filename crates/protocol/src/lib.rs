@@ -3,7 +3,8 @@
 //! Everything here is a pure function over byte slices, shared by the middleware and the load
 //! generator:
 //! - [`request`]: incremental parsing of client requests (`Complete` / `Incomplete` / `Invalid`),
-//!   keys and values kept as ranges into the caller's buffer so nothing is copied or allocated.
+//!   keys and values kept as ranges into the caller's buffer so nothing is copied or allocated;
+//!   one file per command family.
 //! - [`reply`]: incremental, resumable parsing of server replies (`VALUE … END`, status lines,
 //!   `STAT … END`).
 //! - [`compose`]: writing requests and replies into a caller-owned `Vec<u8>`.
@@ -13,77 +14,25 @@
 //! close) follows mini-redis; limits enforced in the parser follow pelikan.
 
 pub mod compose;
+mod lexer;
 pub mod limits;
 pub mod reply;
 pub mod request;
 
 pub use limits::Limits;
-pub use reply::{value_block, Expect, Reply, ReplyParser, Status};
+pub use reply::{value_block, Expect, Reply, ReplyError, ReplyParser, Status};
 pub use request::{parse_request, Command, ErrorReply, Invalid, Request};
 
-/// The outcome of parsing from the start of a buffer.
+pub(crate) use lexer::{find_newline, parse_i64, parse_u64, tokens, trim_cr};
+
+/// The outcome of parsing from the start of a buffer: for requests the error is [`Invalid`]
+/// (what to answer the client and how to recover), for server replies [`ReplyError`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parse<T> {
+pub enum Parse<T, E = Invalid> {
     /// A whole message, `consumed` bytes long (the value carries its own length).
     Complete(T),
     /// The buffer holds the start of a message only: read more and call again.
     Incomplete,
-    /// The bytes cannot be a message; says what to answer and how to recover.
-    Invalid(Invalid),
-}
-
-/// Position of the first `\n` in `buf`, if any.
-#[inline]
-pub(crate) fn find_newline(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|&b| b == b'\n')
-}
-
-/// The line before `\n`, without a trailing `\r`.
-#[inline]
-pub(crate) fn trim_cr(line: &[u8]) -> &[u8] {
-    match line.last() {
-        Some(b'\r') => &line[..line.len() - 1],
-        _ => line,
-    }
-}
-
-/// Space-separated tokens of a line, with their offsets (memcached allows runs of spaces).
-pub(crate) fn tokens(line: &[u8]) -> impl Iterator<Item = (usize, &[u8])> + '_ {
-    let mut pos = 0;
-    std::iter::from_fn(move || {
-        while pos < line.len() && line[pos] == b' ' {
-            pos += 1;
-        }
-        if pos >= line.len() {
-            return None;
-        }
-        let start = pos;
-        while pos < line.len() && line[pos] != b' ' {
-            pos += 1;
-        }
-        Some((start, &line[start..pos]))
-    })
-}
-
-/// Parses an unsigned decimal number without allocating; `None` on anything else or overflow.
-pub(crate) fn parse_u64(text: &[u8]) -> Option<u64> {
-    if text.is_empty() || text.len() > 20 {
-        return None;
-    }
-    let mut value: u64 = 0;
-    for &b in text {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    Some(value)
-}
-
-/// Parses a signed decimal number (memcached's exptime may be negative).
-pub(crate) fn parse_i64(text: &[u8]) -> Option<i64> {
-    match text.first() {
-        Some(b'-') => parse_u64(&text[1..]).and_then(|v| i64::try_from(v).ok()).map(|v| -v),
-        _ => parse_u64(text).and_then(|v| i64::try_from(v).ok()),
-    }
+    /// The bytes cannot be a message.
+    Invalid(E),
 }

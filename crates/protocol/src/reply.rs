@@ -6,8 +6,38 @@
 
 use std::ops::Range;
 
-use crate::request::{ErrorReply, Invalid};
 use crate::{find_newline, parse_u64, tokens, trim_cr, Parse};
+
+/// Why bytes from a server are not a reply to what was asked: the connection's framing is lost,
+/// so every request outstanding on it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyError {
+    /// A line longer than any reply line, without its newline.
+    LineTooLong,
+    /// A `VALUE` header whose length is missing, not a number, or beyond any buffer.
+    BadValueHeader,
+    /// A data block not followed by `\r\n`.
+    BadDataBlock,
+    /// A line that is no reply to this request.
+    Unexpected,
+}
+
+impl ReplyError {
+    pub fn reason(self) -> &'static str {
+        match self {
+            ReplyError::LineTooLong => "reply line too long",
+            ReplyError::BadValueHeader => "bad VALUE header",
+            ReplyError::BadDataBlock => "bad data block",
+            ReplyError::Unexpected => "unexpected reply line",
+        }
+    }
+}
+
+impl std::fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.reason())
+    }
+}
 
 /// The shape of the reply a request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,8 +115,6 @@ pub struct ReplyParser {
     max_line_len: usize,
 }
 
-const BAD_REPLY: &str = "invalid reply from server";
-
 impl ReplyParser {
     pub fn new(expect: Expect) -> ReplyParser {
         ReplyParser { expect, scanned: 0, items: 0, max_line_len: 8 * 1024 }
@@ -98,12 +126,12 @@ impl ReplyParser {
         self.items = 0;
     }
 
-    pub fn parse(&mut self, buf: &[u8]) -> Parse<Reply> {
+    pub fn parse(&mut self, buf: &[u8]) -> Parse<Reply, ReplyError> {
         loop {
             let pos = self.scanned;
             let Some(newline) = find_newline(&buf[pos..]) else {
                 if buf.len() - pos > self.max_line_len {
-                    return invalid(buf.len());
+                    return Parse::Invalid(ReplyError::LineTooLong);
                 }
                 return Parse::Incomplete;
             };
@@ -122,15 +150,20 @@ impl ReplyParser {
             }
             match self.expect {
                 Expect::Values if line.starts_with(b"VALUE ") => {
-                    let Some(bytes) = tokens(line).nth(3).and_then(|(_, t)| parse_u64(t)) else {
-                        return invalid(buf.len());
+                    // Checked: a server may declare any length; past the address space it is a lie.
+                    let end = tokens(line)
+                        .nth(3)
+                        .and_then(|(_, t)| parse_u64(t))
+                        .and_then(|bytes| usize::try_from(bytes).ok())
+                        .and_then(|bytes| after_line.checked_add(bytes)?.checked_add(2));
+                    let Some(end) = end else {
+                        return Parse::Invalid(ReplyError::BadValueHeader);
                     };
-                    let end = after_line + bytes as usize + 2;
                     if buf.len() < end {
                         return Parse::Incomplete;
                     }
                     if &buf[end - 2..end] != b"\r\n" {
-                        return invalid(buf.len());
+                        return Parse::Invalid(ReplyError::BadDataBlock);
                     }
                     self.scanned = end;
                     self.items += 1;
@@ -144,10 +177,10 @@ impl ReplyParser {
                 _ => {}
             }
             if !first {
-                return invalid(buf.len());
+                return Parse::Invalid(ReplyError::Unexpected);
             }
             let Some((status, number)) = classify_line(line, self.expect) else {
-                return invalid(buf.len());
+                return Parse::Invalid(ReplyError::Unexpected);
             };
             return Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number });
         }
@@ -164,13 +197,9 @@ pub fn value_block(body: &[u8]) -> Option<(Range<usize>, usize)> {
         return None;
     }
     let (key_at, key) = fields.next()?;
-    let bytes = fields.nth(1).and_then(|(_, t)| parse_u64(t))? as usize;
-    let len = newline + 1 + bytes + 2;
+    let bytes = fields.nth(1).and_then(|(_, t)| parse_u64(t)).and_then(|b| usize::try_from(b).ok())?;
+    let len = (newline + 1).checked_add(bytes)?.checked_add(2)?;
     (len <= body.len()).then_some((key_at..key_at + key.len(), len))
-}
-
-fn invalid(len: usize) -> Parse<Reply> {
-    Parse::Invalid(Invalid { reply: ErrorReply::Server(BAD_REPLY), skip: len, close: true })
 }
 
 /// A single-line reply: an error line is valid whatever was expected.
@@ -197,7 +226,7 @@ fn classify_line(line: &[u8], expect: Expect) -> Option<(Status, u64)> {
 mod tests {
     use super::*;
 
-    fn parse_all(expect: Expect, bytes: &[u8]) -> Parse<Reply> {
+    fn parse_all(expect: Expect, bytes: &[u8]) -> Parse<Reply, ReplyError> {
         ReplyParser::new(expect).parse(bytes)
     }
 
@@ -279,8 +308,21 @@ mod tests {
     }
 
     #[test]
+    fn absurd_value_lengths_are_errors_not_panics() {
+        // after_line + bytes + 2 overflowed usize and panicked in the reply parser.
+        let header = b"VALUE k 0 18446744073709551583\r\n";
+        assert_eq!(parse_all(Expect::Values, header), Parse::Invalid(ReplyError::BadValueHeader));
+        assert_eq!(
+            parse_all(Expect::Values, b"VALUE k 0 99999999999999999999\r\n"),
+            Parse::Invalid(ReplyError::BadValueHeader)
+        );
+        assert_eq!(value_block(b"VALUE k 0 18446744073709551615\r\n"), None);
+        assert_eq!(parse_all(Expect::Values, b"VALUE k 0 1\r\nxyz\r\n"), Parse::Invalid(ReplyError::BadDataBlock));
+    }
+
+    #[test]
     fn garbage_is_invalid() {
-        assert!(matches!(parse_all(Expect::Values, b"HELLO\r\n"), Parse::Invalid(i) if i.close));
+        assert_eq!(parse_all(Expect::Values, b"HELLO\r\n"), Parse::Invalid(ReplyError::Unexpected));
         assert!(matches!(parse_all(Expect::Values, b"VALUE a 0 1\r\nxyz\r\n"), Parse::Invalid(_)));
         assert!(matches!(parse_all(Expect::Line, b"WHAT\r\n"), Parse::Invalid(_)));
     }

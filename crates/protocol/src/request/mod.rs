@@ -1,0 +1,315 @@
+//! Client requests: an incremental parser over `&[u8]`, one file per command family.
+//!
+//! [`parse_request`] looks at the start of a buffer and returns a [`Request`] whose keys and data
+//! are ranges into that buffer (nothing is copied), `Incomplete` when more bytes are needed, or
+//! [`Invalid`] saying which error reply the client gets, how many bytes to skip (possibly more
+//! than the buffer holds yet: a too-large value is skipped as it arrives) and whether the framing
+//! is lost so the connection must close.
+
+use std::ops::Range;
+
+mod admin;
+mod keyed;
+mod retrieval;
+mod storage;
+
+use crate::limits::{Limits, MAX_KEY_LEN};
+use crate::{find_newline, tokens, trim_cr, Parse};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command {
+    Get,
+    Gets,
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    Cas,
+    Delete,
+    Incr,
+    Decr,
+    Touch,
+    FlushAll,
+    Version,
+    Verbosity,
+    Stats,
+    Quit,
+}
+
+impl Command {
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Get => "get",
+            Command::Gets => "gets",
+            Command::Set => "set",
+            Command::Add => "add",
+            Command::Replace => "replace",
+            Command::Append => "append",
+            Command::Prepend => "prepend",
+            Command::Cas => "cas",
+            Command::Delete => "delete",
+            Command::Incr => "incr",
+            Command::Decr => "decr",
+            Command::Touch => "touch",
+            Command::FlushAll => "flush_all",
+            Command::Version => "version",
+            Command::Verbosity => "verbosity",
+            Command::Stats => "stats",
+            Command::Quit => "quit",
+        }
+    }
+
+    fn from_token(token: &[u8]) -> Option<Command> {
+        Some(match token {
+            b"get" => Command::Get,
+            b"gets" => Command::Gets,
+            b"set" => Command::Set,
+            b"add" => Command::Add,
+            b"replace" => Command::Replace,
+            b"append" => Command::Append,
+            b"prepend" => Command::Prepend,
+            b"cas" => Command::Cas,
+            b"delete" => Command::Delete,
+            b"incr" => Command::Incr,
+            b"decr" => Command::Decr,
+            b"touch" => Command::Touch,
+            b"flush_all" => Command::FlushAll,
+            b"version" => Command::Version,
+            b"verbosity" => Command::Verbosity,
+            b"stats" => Command::Stats,
+            b"quit" => Command::Quit,
+            _ => return None,
+        })
+    }
+
+    /// `get` and `gets`: the reply is `VALUE` blocks and `END`.
+    pub fn is_retrieval(self) -> bool {
+        matches!(self, Command::Get | Command::Gets)
+    }
+
+    /// Commands followed by a data block.
+    pub fn is_storage(self) -> bool {
+        matches!(
+            self,
+            Command::Set | Command::Add | Command::Replace | Command::Append | Command::Prepend | Command::Cas
+        )
+    }
+}
+
+/// A parsed request. Ranges index the buffer given to [`parse_request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub command: Command,
+    /// The command line without `\r\n`.
+    pub line: Range<usize>,
+    /// The key, or for `get`/`gets` the space-separated key list (see [`Request::keys`]).
+    pub keys: Range<usize>,
+    pub key_count: usize,
+    pub flags: u32,
+    pub exptime: i64,
+    /// `cas` unique for `cas`; delta for `incr`/`decr`; level for `verbosity`; delay for `flush_all`.
+    pub number: u64,
+    pub noreply: bool,
+    /// The data block of a storage command, without its `\r\n`.
+    pub data: Range<usize>,
+    /// Bytes the whole request occupies, line and data block included.
+    pub consumed: usize,
+}
+
+impl Request {
+    pub(crate) fn new(command: Command, line: Range<usize>, consumed: usize) -> Request {
+        Request {
+            command,
+            line,
+            keys: 0..0,
+            key_count: 0,
+            flags: 0,
+            exptime: 0,
+            number: 0,
+            noreply: false,
+            data: 0..0,
+            consumed,
+        }
+    }
+
+    /// The keys, in the order given, as slices of `buf` (the buffer the request was parsed from).
+    pub fn keys<'a>(&self, buf: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        tokens(&buf[self.keys.clone()]).map(|(_, key)| key)
+    }
+
+    /// The first (for all but multi-key gets, the only) key.
+    pub fn key<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        self.keys(buf).next().unwrap_or(&[])
+    }
+
+    /// The ranges of the keys in `buf`, each absolute.
+    pub fn key_ranges<'a>(&self, buf: &'a [u8]) -> impl Iterator<Item = Range<usize>> + 'a {
+        let base = self.keys.start;
+        tokens(&buf[self.keys.clone()]).map(move |(at, key)| base + at..base + at + key.len())
+    }
+}
+
+/// The error reply a client gets for bad input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorReply {
+    /// `ERROR`: unknown command.
+    Error,
+    /// `CLIENT_ERROR <reason>`.
+    Client(&'static str),
+    /// `SERVER_ERROR <reason>`.
+    Server(&'static str),
+}
+
+impl ErrorReply {
+    pub fn write_to(self, out: &mut Vec<u8>) {
+        match self {
+            ErrorReply::Error => out.extend_from_slice(b"ERROR\r\n"),
+            ErrorReply::Client(reason) => {
+                out.extend_from_slice(b"CLIENT_ERROR ");
+                out.extend_from_slice(reason.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            ErrorReply::Server(reason) => {
+                out.extend_from_slice(b"SERVER_ERROR ");
+                out.extend_from_slice(reason.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+}
+
+/// Bad input: what to answer and how to go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invalid {
+    pub reply: ErrorReply,
+    /// Bytes to discard from the start of the buffer (may exceed what has arrived so far).
+    pub skip: usize,
+    /// The framing is lost: answer, then close the connection.
+    pub close: bool,
+}
+
+impl Invalid {
+    pub(crate) fn line(reply: ErrorReply, line_len: usize) -> Parse<Request> {
+        Parse::Invalid(Invalid { reply, skip: line_len, close: false })
+    }
+}
+
+pub(crate) const BAD_FORMAT: &str = "bad command line format";
+pub(crate) const KEY_TOO_LONG: &str = "key too long";
+pub(crate) const BAD_DATA_CHUNK: &str = "bad data chunk";
+const LINE_TOO_LONG: &str = "line too long";
+pub const TOO_LARGE: &str = "object too large for cache";
+
+/// Parses one request from the start of `buf`: frames the line, finds the command, and hands
+/// the arguments to the command's family.
+pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
+    let Some(newline) = find_newline(buf) else {
+        if buf.len() > limits.max_line_len {
+            return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: buf.len(), close: true });
+        }
+        return Parse::Incomplete;
+    };
+    let line_end = newline + 1;
+    if newline > limits.max_line_len {
+        return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: line_end, close: true });
+    }
+    let line = trim_cr(&buf[..newline]);
+    let mut toks = tokens(line);
+    let Some(command) = toks.next().and_then(|(_, name)| Command::from_token(name)) else {
+        return Invalid::line(ErrorReply::Error, line_end);
+    };
+    let request = Request::new(command, 0..line.len(), line_end);
+    if command.is_retrieval() {
+        return retrieval::parse(request, toks);
+    }
+    let Some(args) = Args::collect(toks, line_end) else {
+        return Invalid::line(ErrorReply::Client(BAD_FORMAT), line_end);
+    };
+    match command {
+        Command::Get | Command::Gets => unreachable!("retrievals are parsed above"),
+        c if c.is_storage() => storage::parse(request, &args, buf, limits),
+        Command::Delete => keyed::delete(request, &args),
+        Command::Incr | Command::Decr => keyed::arithmetic(request, &args),
+        Command::Touch => keyed::touch(request, &args),
+        Command::FlushAll => admin::flush_all(request, &args),
+        Command::Verbosity => admin::verbosity(request, &args),
+        Command::Version | Command::Quit => admin::no_arguments(request, &args),
+        Command::Stats => admin::stats(request, &args),
+        _ => unreachable!("every command is a family's"),
+    }
+}
+
+/// The arguments after the command name (at most [`Args::MAX`]), with their offsets in the line.
+pub(crate) struct Args<'a> {
+    tokens: [&'a [u8]; Args::MAX],
+    at: [usize; Args::MAX],
+    len: usize,
+    /// Where the line ends (after its `\n`): what a bad line makes the client skip.
+    pub line_end: usize,
+}
+
+impl<'a> Args<'a> {
+    /// Commands other than get take a handful of tokens.
+    const MAX: usize = 8;
+
+    fn collect(toks: impl Iterator<Item = (usize, &'a [u8])>, line_end: usize) -> Option<Args<'a>> {
+        let mut args = Args { tokens: [&[]; Args::MAX], at: [0; Args::MAX], len: 0, line_end };
+        for (at, token) in toks {
+            if args.len == Args::MAX {
+                return None;
+            }
+            args.tokens[args.len] = token;
+            args.at[args.len] = at;
+            args.len += 1;
+        }
+        Some(args)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.tokens[i]
+    }
+
+    /// The last argument is `noreply`.
+    pub fn noreply_last(&self) -> bool {
+        self.len > 0 && self.tokens[self.len - 1] == b"noreply"
+    }
+
+    /// Arguments other than a final `noreply`.
+    pub fn without_noreply(&self) -> usize {
+        self.len - usize::from(self.noreply_last())
+    }
+
+    /// Argument `i` as a key: its range in the line, or the error for a key too long.
+    pub fn key(&self, i: usize) -> Result<Range<usize>, Parse<Request>> {
+        let key = self.tokens[i];
+        if key.len() > MAX_KEY_LEN {
+            return Err(self.bad(ErrorReply::Client(KEY_TOO_LONG)));
+        }
+        Ok(self.at[i]..self.at[i] + key.len())
+    }
+
+    /// The range from argument `first` to the end of the last one.
+    pub fn span(&self, first: usize) -> Range<usize> {
+        let last = self.len - 1;
+        self.at[first]..self.at[last] + self.tokens[last].len()
+    }
+
+    /// The line is bad: answer `reply`, skip the line, keep the connection.
+    pub fn bad(&self, reply: ErrorReply) -> Parse<Request> {
+        Invalid::line(reply, self.line_end)
+    }
+
+    /// Argument `i` parsed by `parse`, or the bad-format error.
+    pub fn number<T>(&self, i: usize, parse: impl Fn(&[u8]) -> Option<T>) -> Result<T, Parse<Request>> {
+        parse(self.tokens[i]).ok_or_else(|| self.bad(ErrorReply::Client(BAD_FORMAT)))
+    }
+}

@@ -1,0 +1,54 @@
+//! Storage commands (`set`, `add`, `replace`, `append`, `prepend`, `cas`): a line, then a data
+//! block of the declared length and `\r\n`.
+
+use crate::limits::Limits;
+use crate::request::{Args, ErrorReply, Invalid, Request, BAD_DATA_CHUNK, BAD_FORMAT, TOO_LARGE};
+use crate::{parse_i64, parse_u64, Command, Parse};
+
+/// `<command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]`.
+pub(super) fn parse(mut request: Request, args: &Args, buf: &[u8], limits: &Limits) -> Parse<Request> {
+    match fields(&mut request, args) {
+        Ok(bytes) => block(request, bytes, args.line_end, buf, limits),
+        Err(invalid) => invalid,
+    }
+}
+
+/// The line's fields into `request`; returns the declared data length.
+fn fields(request: &mut Request, args: &Args) -> Result<usize, Parse<Request>> {
+    let fixed = if request.command == Command::Cas { 5 } else { 4 };
+    if args.len() != fixed && !(args.len() == fixed + 1 && args.noreply_last()) {
+        return Err(args.bad(ErrorReply::Client(BAD_FORMAT)));
+    }
+    request.keys = args.key(0)?;
+    request.key_count = 1;
+    request.flags = args.number(1, |t| parse_u64(t).and_then(|v| u32::try_from(v).ok()))?;
+    request.exptime = args.number(2, parse_i64)?;
+    let bytes = args.number(3, |t| parse_u64(t).and_then(|v| usize::try_from(v).ok()))?;
+    if request.command == Command::Cas {
+        request.number = args.number(4, parse_u64)?;
+    }
+    request.noreply = args.len() == fixed + 1;
+    Ok(bytes)
+}
+
+/// The data block after the line.
+fn block(mut request: Request, bytes: usize, line_end: usize, buf: &[u8], limits: &Limits) -> Parse<Request> {
+    if bytes > limits.max_value_len {
+        // memcached answers and swallows the data block that follows.
+        return Parse::Invalid(Invalid {
+            reply: ErrorReply::Server(TOO_LARGE),
+            skip: line_end.saturating_add(bytes).saturating_add(2),
+            close: false,
+        });
+    }
+    let end = line_end + bytes + 2;
+    if buf.len() < end {
+        return Parse::Incomplete;
+    }
+    if &buf[end - 2..end] != b"\r\n" {
+        return Parse::Invalid(Invalid { reply: ErrorReply::Client(BAD_DATA_CHUNK), skip: end, close: true });
+    }
+    request.data = line_end..line_end + bytes;
+    request.consumed = end;
+    Parse::Complete(request)
+}
