@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    exit_on_panic();
     let args = match cli::Args::try_parse() {
         Ok(args) => args,
         Err(e) if !e.use_stderr() => {
@@ -36,4 +37,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A panic in any thread ends the process with a non-zero status, so a supervisor restarts it.
+/// Containing it instead would leave the state the thread shared (a server connection's queue of
+/// outstanding replies, a client's place in it) unknown, and an event loop that died silently
+/// would leave a process that is alive but serves nobody.
+fn exit_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        eprintln!("memrelay: error: a thread panicked; exiting");
+        std::process::exit(70);
+    }));
 }

@@ -5,10 +5,10 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use mio::net::TcpListener;
@@ -20,6 +20,9 @@ use crate::measure::metrics::{Recorder, Window, WindowClock};
 use crate::measure::stats::StatsThread;
 use crate::routing::Router;
 use crate::settings::Settings;
+
+/// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
+const LISTEN_BACKLOG: i32 = 4096;
 
 /// Why memrelay could not start, or stopped badly.
 #[derive(Debug)]
@@ -71,6 +74,8 @@ pub(crate) struct Runtime {
     to_stats: Sender<Box<Window>>,
     recycled: Receiver<Box<Window>>,
     stats: JoinHandle<io::Result<()>>,
+    /// Tells the stats thread to stop waiting for recorders whose threads are stuck.
+    stop_stats: Arc<AtomicBool>,
 }
 
 impl Runtime {
@@ -84,8 +89,10 @@ impl Runtime {
         let live = LiveTotals::new(settings.servers.len());
         let stats = StatsThread::new(Arc::clone(&settings), clock, recorders, stats_in, recycle_out, Arc::clone(&live))
             .map_err(Error::Statistics)?;
-        let stats = spawn("stats", move || stats.run())?;
-        Ok(Runtime { settings, router, live, shutdown, clock, to_stats, recycled, stats })
+        let stop_stats = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&stop_stats);
+        let stats = spawn("stats", move || stats.run(stop))?;
+        Ok(Runtime { settings, router, live, shutdown, clock, to_stats, recycled, stats, stop_stats })
     }
 
     /// The recorder of recording thread `thread` (numbered from 0).
@@ -111,10 +118,14 @@ impl Runtime {
         crate::signals::on_signal(Arc::clone(&self.shutdown), wake).map_err(Error::EventLoopSetup)
     }
 
-    /// Waits for the statistics thread to write the summary, once every recorder is gone.
-    pub fn finish(self) -> Result<(), Error> {
-        let Runtime { to_stats, recycled, stats, .. } = self;
+    /// Waits for the statistics thread to write the summary once every recorder is gone, or
+    /// until `by`: then it writes what it has (a thread still holding a recorder is stuck in an
+    /// exchange past the shutdown grace).
+    pub fn finish(self, by: Instant) -> Result<(), Error> {
+        let Runtime { to_stats, recycled, stats, stop_stats, .. } = self;
         drop((to_stats, recycled));
+        wait_until_finished(&stats, by);
+        stop_stats.store(true, Ordering::Release);
         match stats.join() {
             Ok(result) => result.map_err(Error::Statistics),
             Err(_) => Err(Error::Panicked("stats".into())),
@@ -122,19 +133,23 @@ impl Runtime {
     }
 }
 
-/// The listening socket: non-blocking, `SO_REUSEADDR`, a backlog for bursts of connections;
-/// with `reuse_port` several loops may each listen on the same address.
-pub(crate) fn listen(addr: SocketAddr, reuse_port: bool) -> Result<TcpListener, Error> {
-    let bind = || -> io::Result<TcpListener> {
+/// The listening socket: non-blocking, `SO_REUSEADDR` (a restart can bind while old
+/// connections linger) but not `SO_REUSEPORT` (a second memrelay on the same port fails to start
+/// instead of silently taking half the connections), a backlog for bursts of connections.
+/// `copies` event loops each get a handle on the same socket.
+pub(crate) fn listen(addr: SocketAddr, copies: usize) -> Result<Vec<TcpListener>, Error> {
+    let bind = || -> io::Result<Vec<TcpListener>> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
         socket.set_reuse_address(true)?;
-        if reuse_port {
-            socket.set_reuse_port(true)?;
-        }
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
-        socket.listen(1024)?;
-        Ok(TcpListener::from_std(socket.into()))
+        socket.listen(LISTEN_BACKLOG)?;
+        let mut listeners = Vec::with_capacity(copies);
+        for _ in 1..copies {
+            listeners.push(TcpListener::from_std(socket.try_clone()?.into()));
+        }
+        listeners.push(TcpListener::from_std(socket.into()));
+        Ok(listeners)
     };
     bind().map_err(|source| Error::Listen { addr, source })
 }
@@ -145,6 +160,13 @@ pub(crate) fn spawn<T: Send + 'static>(
     body: impl FnOnce() -> T + Send + 'static,
 ) -> Result<JoinHandle<T>, Error> {
     thread::Builder::new().name(name.into()).spawn(body).map_err(|source| Error::Thread { name: name.into(), source })
+}
+
+/// Waits until `handle`'s thread has ended, or `by`.
+pub(crate) fn wait_until_finished<T>(handle: &JoinHandle<T>, by: Instant) {
+    while !handle.is_finished() && Instant::now() < by {
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Joins an engine thread that returns an event loop's result.

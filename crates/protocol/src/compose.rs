@@ -2,7 +2,39 @@
 
 use std::io::Write;
 
-use crate::request::Command;
+use std::fmt::Display;
+
+use crate::request::{Command, Request};
+
+/// The request as memrelay forwards it to a server: composed from what was parsed, never the
+/// client's bytes, in canonical form (one space between tokens, decimal numbers, `\r\n`), with
+/// `noreply` as the caller asks. A server therefore reads exactly the request memrelay parsed,
+/// however the client spelled it.
+pub fn request(out: &mut Vec<u8>, request: &Request, buf: &[u8], noreply: bool) {
+    let key = request.key(buf);
+    match request.command {
+        Command::Get | Command::Gets => retrieval(out, request.command, request.keys(buf)),
+        c if c.is_storage() => {
+            let data = &buf[request.data.clone()];
+            storage(out, c, key, request.flags, request.exptime, data, request.number, noreply)
+        }
+        c @ (Command::Incr | Command::Decr) => keyed(out, c, key, Some(request.number), noreply),
+        Command::Touch => keyed(out, Command::Touch, key, Some(request.exptime), noreply),
+        Command::Delete => keyed(out, Command::Delete, key, None::<u64>, noreply),
+        Command::FlushAll => keyless(out, Command::FlushAll, (request.number > 0).then_some(request.number), noreply),
+        Command::Verbosity => keyless(out, Command::Verbosity, Some(request.number), noreply),
+        c @ (Command::Version | Command::Quit) => keyless(out, c, None, false),
+        Command::Stats => {
+            out.extend_from_slice(b"stats");
+            for key in request.keys(buf) {
+                out.push(b' ');
+                out.extend_from_slice(key);
+            }
+            out.extend_from_slice(b"\r\n");
+        }
+        _ => unreachable!("every command composes"),
+    }
+}
 
 /// `get|gets <key> <key> …\r\n`
 pub fn retrieval<'k>(out: &mut Vec<u8>, command: Command, keys: impl IntoIterator<Item = &'k [u8]>) {
@@ -41,8 +73,9 @@ pub fn storage(
     out.extend_from_slice(b"\r\n");
 }
 
-/// A one-key command with an optional number: `delete k`, `incr k 5`, `touch k 10`.
-pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], number: Option<i64>, noreply: bool) {
+/// A one-key command with an optional number: `delete k`, `incr k 5`, `touch k 10` (a delta is
+/// unsigned 64-bit, an exptime signed).
+pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], number: Option<impl Display>, noreply: bool) {
     out.extend_from_slice(command.name().as_bytes());
     out.push(b' ');
     out.extend_from_slice(key);

@@ -113,11 +113,20 @@ pub struct ReplyParser {
     items: u32,
     /// Longest line accepted from a server before its framing is considered lost.
     max_line_len: usize,
+    /// Largest data block a `VALUE` may declare (what clients may store: more is a lie).
+    max_value_len: usize,
 }
 
 impl ReplyParser {
     pub fn new(expect: Expect) -> ReplyParser {
-        ReplyParser { expect, scanned: 0, items: 0, max_line_len: 8 * 1024 }
+        ReplyParser { expect, scanned: 0, items: 0, max_line_len: 8 * 1024, max_value_len: usize::MAX - 1024 }
+    }
+
+    /// Refuses `VALUE` blocks longer than `max_value_len`, so a server cannot make the caller
+    /// buffer more than that for one value.
+    pub fn with_max_value_len(mut self, max_value_len: usize) -> ReplyParser {
+        self.max_value_len = max_value_len;
+        self
     }
 
     pub fn reset(&mut self, expect: Expect) {
@@ -150,11 +159,9 @@ impl ReplyParser {
             }
             match self.expect {
                 Expect::Values if line.starts_with(b"VALUE ") => {
-                    // Checked: a server may declare any length; past the address space it is a lie.
-                    let end = tokens(line)
-                        .nth(3)
-                        .and_then(|(_, t)| parse_u64(t))
-                        .and_then(|bytes| usize::try_from(bytes).ok())
+                    // Checked: a server may declare any length; past the limit it is a lie.
+                    let end = value_length(line)
+                        .filter(|&bytes| bytes <= self.max_value_len)
                         .and_then(|bytes| after_line.checked_add(bytes)?.checked_add(2));
                     let Some(end) = end else {
                         return Parse::Invalid(ReplyError::BadValueHeader);
@@ -185,6 +192,19 @@ impl ReplyParser {
             return Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number });
         }
     }
+}
+
+/// The data length of a well-formed `VALUE <key> <flags> <bytes> [<cas>]` line: a key memcached
+/// could store, flags that fit 32 bits, a cas that fits 64, nothing more.
+fn value_length(line: &[u8]) -> Option<usize> {
+    let mut fields = tokens(line).map(|(_, t)| t);
+    let (_value, key, flags, bytes) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    let cas_ok = fields.next().is_none_or(|cas| parse_u64(cas).is_some());
+    let well_formed = cas_ok
+        && fields.next().is_none()
+        && key.len() <= crate::limits::MAX_KEY_LEN
+        && parse_u64(flags).is_some_and(|f| f <= u64::from(u32::MAX));
+    well_formed.then(|| parse_u64(bytes).and_then(|b| usize::try_from(b).ok())).flatten()
 }
 
 /// One `VALUE` block at the start of `body` (the part of a complete reply before `END`): the
@@ -305,6 +325,19 @@ mod tests {
         let bytes = b"STAT pid 1\r\nSTAT uptime 2\r\nEND\r\n";
         let Parse::Complete(reply) = parse_all(Expect::Stats, bytes) else { panic!() };
         assert_eq!((reply.items, reply.consumed), (2, bytes.len()));
+    }
+
+    #[test]
+    fn malformed_value_headers_are_errors() {
+        for header in [
+            &b"VALUE k x 5\r\nhello\r\nEND\r\n"[..],
+            b"VALUE k 0 5 1 2\r\nhello\r\nEND\r\n",
+            b"VALUE k 4294967296 1\r\nx\r\nEND\r\n",
+            b"VALUE k 0\r\n",
+        ] {
+            assert_eq!(parse_all(Expect::Values, header), Parse::Invalid(ReplyError::BadValueHeader), "{header:?}");
+        }
+        assert!(matches!(parse_all(Expect::Values, b"VALUE k 7 1 99\r\nx\r\nEND\r\n"), Parse::Complete(_)));
     }
 
     #[test]

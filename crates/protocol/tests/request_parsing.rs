@@ -207,10 +207,8 @@ impl Owned {
             c if c.is_storage() => {
                 compose::storage(out, c, key, self.flags, self.exptime, &self.data, self.number, self.noreply)
             }
-            Command::Delete => compose::keyed(out, Command::Delete, key, None, self.noreply),
-            Command::Incr | Command::Decr => {
-                compose::keyed(out, self.command, key, Some(self.number as i64), self.noreply)
-            }
+            Command::Delete => compose::keyed(out, Command::Delete, key, None::<u64>, self.noreply),
+            Command::Incr | Command::Decr => compose::keyed(out, self.command, key, Some(self.number), self.noreply),
             Command::Touch => compose::keyed(out, Command::Touch, key, Some(self.exptime), self.noreply),
             c => unreachable!("{c:?} is not generated"),
         }

@@ -101,6 +101,11 @@ impl ClientIo {
         (self.input.pending(), &mut self.output)
     }
 
+    /// Reply bytes waiting for the socket.
+    pub fn unsent(&self) -> usize {
+        self.output.len() - self.written
+    }
+
     pub fn flushed(&self) -> bool {
         self.written == self.output.len()
     }

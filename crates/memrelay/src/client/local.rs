@@ -38,6 +38,11 @@ impl LocalAnswers {
         self.live.total_connections.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Clients connected to the whole process.
+    pub fn connections(&self) -> u64 {
+        self.live.current_connections.load(Ordering::Relaxed)
+    }
+
     pub fn connection_closed(&self) {
         self.live.current_connections.fetch_sub(1, Ordering::Relaxed);
     }

@@ -13,6 +13,7 @@ pub(crate) mod local;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse, Request};
 use mio::net::{TcpListener, TcpStream};
@@ -32,6 +33,12 @@ pub(crate) const CLIENT_TOKENS: usize = usize::MAX / 2;
 
 /// Bytes read from a client socket at a time.
 const READ_CHUNK: usize = 16 * 1024;
+/// Reply bytes a client may leave unread before memrelay stops reading its requests (it resumes
+/// once the client has read them): what a client that never reads costs at most, plus the
+/// replies of the requests it already has in flight.
+pub(crate) const MAX_UNSENT: usize = 4 * 1024 * 1024;
+/// How soon to try accepting again after running out of descriptors (no new event would say).
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// One client connection.
 pub(crate) struct Session<E> {
@@ -66,9 +73,15 @@ impl<E> Session<E> {
         self.io.consume(n);
     }
 
-    /// Discards what remains of a skipped data block, then parses the next request.
+    /// Whether the client has left so many replies unread that no more requests are taken.
+    pub fn backed_up(&self) -> bool {
+        self.io.unsent() > MAX_UNSENT
+    }
+
+    /// Discards what remains of a skipped data block, then parses the next request (none while
+    /// the client has not read its replies: back-pressure).
     pub fn next_request(&mut self, limits: &Limits, local: &LocalAnswers) -> Next {
-        if self.closing || self.io.broken {
+        if self.closing || self.io.broken || self.backed_up() {
             return Next::Wait;
         }
         if self.skip > 0 {
@@ -108,8 +121,11 @@ pub(crate) struct ClientSide<E> {
     listener: Option<TcpListener>,
     pub sessions: Slab<Session<E>>,
     pub limits: Limits,
+    /// Most clients of the whole process (every loop's clients count).
     max_clients: usize,
     pub local: LocalAnswers,
+    /// Accepting failed for want of descriptors: try again then.
+    accept_retry_at: Option<Instant>,
 }
 
 impl<E> ClientSide<E> {
@@ -121,16 +137,24 @@ impl<E> ClientSide<E> {
         local: LocalAnswers,
     ) -> std::io::Result<ClientSide<E>> {
         registry.register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(ClientSide { listener: Some(listener), sessions: Slab::with_capacity(1024), limits, max_clients, local })
+        Ok(ClientSide {
+            listener: Some(listener),
+            sessions: Slab::with_capacity(1024),
+            limits,
+            max_clients,
+            local,
+            accept_retry_at: None,
+        })
     }
 
-    /// Accepts every waiting client; one over the limit is told so and closed.
+    /// Accepts every waiting client; one over the process-wide limit is told so and closed.
     pub fn accept(&mut self, registry: &Registry, mut state: impl FnMut() -> E) {
+        self.accept_retry_at = None;
         let Some(listener) = self.listener.as_ref() else { return };
         loop {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if self.sessions.len() >= self.max_clients {
+                    if self.local.connections() >= self.max_clients as u64 {
                         let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
                         continue;
                     }
@@ -151,10 +175,19 @@ impl<E> ClientSide<E> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                // Out of descriptors and the like: try again on the next event.
-                Err(_) => break,
+                // Out of descriptors and the like: the listener stays readable, so no new event
+                // will come (edge-triggered); try again shortly.
+                Err(_) => {
+                    self.accept_retry_at = Some(Instant::now() + ACCEPT_RETRY);
+                    break;
+                }
             }
         }
+    }
+
+    /// When accepting must be tried again without an event (after running out of descriptors).
+    pub fn accept_retry_at(&self) -> Option<Instant> {
+        self.accept_retry_at
     }
 
     /// Reads what the client sent (see [`ClientIo::read`]); true when reading paused at `limit`.

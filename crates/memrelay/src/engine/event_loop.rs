@@ -18,9 +18,12 @@ pub(crate) trait Scheduler {
     /// Waits for events (the engine owns its `Poll`).
     fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()>;
     fn recorder(&mut self) -> &mut Recorder;
-    /// Runs what is due at `now`; returns when the engine next needs to run without an event.
+    /// Runs what is due at `now` (and finishes what that completed); returns when the engine next
+    /// needs to run without an event.
     fn timers(&mut self, now: Instant) -> Option<Instant>;
     fn accept(&mut self);
+    /// When accepting must be tried again without an event (descriptors ran out).
+    fn accept_retry_at(&self) -> Option<Instant>;
     /// Reads a client's bytes; `to_eof` when the poller saw the peer close.
     fn read_client(&mut self, slot: usize, to_eof: bool);
     fn flush_client(&mut self, slot: usize);
@@ -45,7 +48,10 @@ pub(crate) fn run<S: Scheduler>(engine: &mut S, shutdown: &AtomicBool, grace: Du
         let now = Instant::now();
         engine.recorder().roll(now);
         let mut wait = clock.end_of(clock.index(now)).saturating_duration_since(now);
-        if let Some(due) = engine.timers(now) {
+        if engine.accept_retry_at().is_some_and(|at| at <= now) {
+            engine.accept();
+        }
+        for due in [engine.timers(now), engine.accept_retry_at()].into_iter().flatten() {
             wait = wait.min(due.saturating_duration_since(now) + Duration::from_millis(1));
         }
         if shutdown.load(Ordering::Acquire) {

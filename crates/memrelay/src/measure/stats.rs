@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
@@ -87,11 +88,19 @@ impl StatsThread {
         })
     }
 
-    /// Runs until every recorder is gone, then writes the summary.
-    pub fn run(mut self) -> io::Result<()> {
+    /// Runs until every recorder is gone (or `stop` is set: a recorder's thread is stuck), then
+    /// writes the summary.
+    pub fn run(mut self, stop: Arc<AtomicBool>) -> io::Result<()> {
+        let tick = self.clock.length.min(Duration::from_millis(100));
         loop {
-            match self.incoming.recv_timeout(self.clock.length) {
+            match self.incoming.recv_timeout(tick) {
                 Ok(window) => self.take(window)?,
+                Err(RecvTimeoutError::Timeout) if stop.load(Ordering::Acquire) => {
+                    while let Ok(window) = self.incoming.try_recv() {
+                        self.take(window)?;
+                    }
+                    break;
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }

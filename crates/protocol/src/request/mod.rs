@@ -214,7 +214,13 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
     if newline > limits.max_line_len {
         return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: line_end, close: true });
     }
+    // memcached reads a line as a C string: a NUL ends it, whatever follows on the line is not
+    // read. Reading it the same way keeps memrelay's idea of the request and the server's equal.
     let line = trim_cr(&buf[..newline]);
+    let line = match line.iter().position(|&b| b == 0) {
+        Some(nul) => &line[..nul],
+        None => line,
+    };
     let mut toks = tokens(line);
     let Some(command) = toks.next().and_then(|(_, name)| Command::from_token(name)) else {
         return Invalid::line(ErrorReply::Error, line_end);

@@ -83,14 +83,13 @@ impl EventLoop {
             };
             let server = entry.targets[target];
             let expect = outgoing.expect();
-            let bytes = outgoing.bytes_for(server, &mut self.scratch);
             let upstream = &mut self.upstreams[server];
             self.recorder.server_request(server);
             if upstream.available(self.poll.registry(), now) {
                 let target = target as u16;
                 let outstanding =
                     Outstanding { request: index, generation, target, expect, deadline: now + self.timeout };
-                upstream.push(bytes, outstanding);
+                upstream.push(|out| outgoing.compose_for(server, out), outstanding);
                 if !self.dirty.contains(&server) {
                     self.dirty.push(server);
                 }

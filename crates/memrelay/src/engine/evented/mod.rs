@@ -2,7 +2,7 @@
 //! clients and one non-blocking connection to every server, shared by all of its clients.
 //!
 //! ```text
-//!  clients ──TCP──▶ loop 1..K (mio; accept via SO_REUSEPORT, parse, route) ──batched writes──▶ memcached 1..S
+//!  clients ──TCP──▶ loop 1..K (mio; accept from one shared listener, parse, route) ──batched writes──▶ memcached 1..S
 //!     ▲                 │  replies matched to requests in order per server connection
 //!     └── replies in ◀──┘  request order per client (a pipelining client may have many in flight)
 //! ```
@@ -40,10 +40,11 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
     let local = runtime.local_answers(threads);
     let mut loops = Vec::with_capacity(threads);
     let mut wakers = Vec::with_capacity(threads);
-    for id in 0..threads {
+    // One listening socket; every loop polls it and accepts what it can.
+    let listeners = startup::listen(settings.listen.addr, threads)?;
+    for (id, listener) in listeners.into_iter().enumerate() {
         let poll = Poll::new().map_err(Error::EventLoopSetup)?;
         wakers.push(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
-        let listener = startup::listen(settings.listen.addr, true)?;
         loops.push(EventLoop::new(
             poll,
             listener,
@@ -69,7 +70,7 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
             first_error = first_error.or(Some(error));
         }
     }
-    let stats_result = runtime.finish();
+    let stats_result = runtime.finish(std::time::Instant::now() + std::time::Duration::from_secs(1));
     first_error.map_or(Ok(()), Err)?;
     stats_result
 }

@@ -44,8 +44,6 @@ pub(super) struct EventLoop {
     pub inflight: Requests,
     pub router: Arc<Router>,
     pub route: RouteBuf,
-    /// Scratch: a request rewritten for a server (noreply removed, a sub-get, a cas copy).
-    pub scratch: Vec<u8>,
     pub replicas: Vec<usize>,
     pub failed: Vec<Outstanding>,
     /// Scratch: entries whose last awaited reply arrived in one read.
@@ -72,8 +70,12 @@ impl EventLoop {
         let limits = Limits { max_value_len: settings.limits.max_value_size, ..Limits::default() };
         let clients = ClientSide::new(poll.registry(), listener, limits, settings.limits.max_clients, local)
             .map_err(Error::EventLoopSetup)?;
-        let upstreams =
-            settings.servers.iter().enumerate().map(|(i, s)| Upstream::new(s.addr, Token(UPSTREAM_BASE - i))).collect();
+        let upstreams = settings
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Upstream::new(s.addr, Token(UPSTREAM_BASE - i), settings.limits.max_value_size))
+            .collect();
         Ok(EventLoop {
             poll,
             clients,
@@ -82,7 +84,6 @@ impl EventLoop {
             inflight: Requests::default(),
             router,
             route: RouteBuf::default(),
-            scratch: Vec::new(),
             replicas: Vec::new(),
             failed: Vec::new(),
             completed: Vec::new(),
@@ -142,6 +143,8 @@ impl Scheduler for EventLoop {
 
     fn timers(&mut self, now: Instant) -> Option<Instant> {
         self.expire(now);
+        // Requests that timed out are answered now, not after the next event.
+        self.end_of_turn();
         self.upstreams.iter().filter_map(Upstream::next_deadline).min()
     }
 
@@ -149,11 +152,15 @@ impl Scheduler for EventLoop {
         self.clients.accept(self.poll.registry(), Replies::default);
     }
 
+    fn accept_retry_at(&self) -> Option<Instant> {
+        self.clients.accept_retry_at()
+    }
+
     /// Reads what the client sent; with enough requests in flight, reading pauses (pump reads
     /// again once replies drain).
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(session) = self.clients.sessions.get(slot) else { return };
-        let limit = if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT {
+        let limit = if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT || session.backed_up() {
             ReadLimit::Bytes(READ_CHUNK)
         } else {
             ReadLimit::None
@@ -188,7 +195,10 @@ impl Scheduler for EventLoop {
             }
         }
         let reading = self.clients.sessions.get(slot).is_some_and(|s| {
-            !s.io.eof && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT && s.pending().len() <= READ_CHUNK
+            !s.io.eof
+                && !s.backed_up()
+                && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT
+                && s.pending().len() <= READ_CHUNK
         });
         if reading {
             // Reading may have stopped at the in-flight limit with bytes left in the socket.

@@ -59,7 +59,8 @@ pub(crate) struct Upstream {
 const IDLE_CHECK: Duration = Duration::from_millis(10);
 
 impl Upstream {
-    pub fn new(addr: SocketAddr, token: Token) -> Upstream {
+    /// A connection to `addr`; a reply value longer than `max_value_len` fails it.
+    pub fn new(addr: SocketAddr, token: Token, max_value_len: usize) -> Upstream {
         Upstream {
             addr,
             token,
@@ -72,7 +73,7 @@ impl Upstream {
             outstanding: VecDeque::with_capacity(256),
             unsent: 0,
             input: ReadBuffer::new(READ_CHUNK),
-            parser: ReplyParser::new(Expect::Line),
+            parser: ReplyParser::new(Expect::Line).with_max_value_len(max_value_len),
             parser_primed: false,
             wants_writable: false,
             last_used: Instant::now(),
@@ -142,9 +143,10 @@ impl Upstream {
         self.parser_primed = false;
     }
 
-    pub fn push(&mut self, bytes: &[u8], entry: Outstanding) {
+    /// Queues a request: `compose` appends its bytes to the connection's batch.
+    pub fn push(&mut self, compose: impl FnOnce(&mut Vec<u8>), entry: Outstanding) {
         self.last_used = Instant::now();
-        self.output.extend_from_slice(bytes);
+        compose(&mut self.output);
         self.outstanding.push_back(entry);
         self.unsent += 1;
     }

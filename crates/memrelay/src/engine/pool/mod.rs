@@ -17,6 +17,7 @@ mod worker;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use memrelay_protocol::Limits;
 use mio::{Poll, Waker};
@@ -29,12 +30,16 @@ use job::Job;
 use net::NetThread;
 use worker::Worker;
 
+/// How long stopping waits for workers after the net thread returned (the queue is drained by
+/// then unless a worker is stuck in an exchange with a slow server).
+const WORKER_DRAIN: Duration = Duration::from_millis(200);
+
 /// Runs until SIGINT/SIGTERM (or `shutdown` is set), then returns after a clean stop.
 pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), Error> {
     let workers = settings.engine.workers;
     let runtime = Runtime::start(settings, workers + 1, shutdown)?;
     let settings = Arc::clone(&runtime.settings);
-    let listener = startup::listen(settings.listen.addr, false)?;
+    let listener = startup::listen(settings.listen.addr, 1)?.remove(0);
     let poll = Poll::new().map_err(Error::EventLoopSetup)?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
     {
@@ -67,13 +72,18 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
     // the workers drain the queue.
     let net_result = event_loop::run(&mut net, &runtime.shutdown, settings.shutdown_grace);
     drop(net);
+    // The net thread waited for requests in flight up to the grace period; a worker still in an
+    // exchange now (a server slower than the grace) is not waited for: its client is closed as
+    // the process exits.
+    let by = Instant::now() + WORKER_DRAIN;
     let mut panicked = None;
     for handle in worker_threads {
-        if handle.join().is_err() {
+        startup::wait_until_finished(&handle, by);
+        if handle.is_finished() && handle.join().is_err() {
             panicked = Some(Error::Panicked("worker".into()));
         }
     }
-    let stats_result = runtime.finish();
+    let stats_result = runtime.finish(Instant::now() + WORKER_DRAIN);
     net_result.map_err(Error::EventLoop)?;
     panicked.map_or(Ok(()), Err)?;
     stats_result

@@ -139,6 +139,10 @@ impl Scheduler for NetThread {
         self.clients.accept(self.poll.registry(), InFlight::default);
     }
 
+    fn accept_retry_at(&self) -> Option<Instant> {
+        self.clients.accept_retry_at()
+    }
+
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         if self.clients.read(slot, to_eof, ReadLimit::Bytes(MAX_BUFFERED)) {
             self.clients.sessions[slot].engine.read_paused = true;

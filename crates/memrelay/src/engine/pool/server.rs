@@ -43,7 +43,8 @@ pub(crate) struct ServerConn {
 }
 
 impl ServerConn {
-    pub fn new(addr: SocketAddr, timeout: Duration) -> ServerConn {
+    /// A connection to `addr`; a reply value longer than `max_value_len` fails it.
+    pub fn new(addr: SocketAddr, timeout: Duration, max_value_len: usize) -> ServerConn {
         ServerConn {
             addr,
             stream: None,
@@ -51,7 +52,7 @@ impl ServerConn {
             retry_at: None,
             backoff: FIRST_BACKOFF,
             input: ReadBuffer::new(READ_CHUNK),
-            parser: ReplyParser::new(Expect::Line),
+            parser: ReplyParser::new(Expect::Line).with_max_value_len(max_value_len),
             reply: None,
             last_used: Instant::now(),
         }
@@ -90,6 +91,9 @@ impl ServerConn {
         let mut last_try = false;
         loop {
             match self.parser.parse(self.input.pending()) {
+                // One request is outstanding: bytes past its reply were never asked for, and
+                // the stream can no longer be trusted to line up with requests.
+                Parse::Complete(reply) if self.input.pending().len() > reply.consumed => return Err(Failure::BadReply),
                 Parse::Complete(reply) => return Ok(reply),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
                 Parse::Incomplete => {}

@@ -24,7 +24,7 @@ pub(crate) struct Worker {
     router: Arc<Router>,
     servers: Vec<ServerConn>,
     route: RouteBuf,
-    /// The bytes a target gets when they are a rewrite of the request.
+    /// The bytes a target gets, composed from the parsed request.
     scratch: Vec<u8>,
     /// Per-target result of the current exchange.
     results: Vec<Result<(), Failure>>,
@@ -39,7 +39,11 @@ pub(crate) struct Worker {
 
 impl Worker {
     pub fn new(settings: &Settings, router: Arc<Router>, recorder: Recorder) -> Worker {
-        let servers = settings.servers.iter().map(|s| ServerConn::new(s.addr, settings.server_timeout)).collect();
+        let servers = settings
+            .servers
+            .iter()
+            .map(|s| ServerConn::new(s.addr, settings.server_timeout, settings.limits.max_value_size))
+            .collect();
         Worker {
             servers,
             route: RouteBuf::default(),
@@ -151,8 +155,9 @@ impl Worker {
         let outgoing = Outgoing { request, input, plan, copying, key_owner: &self.route.key_owner };
         self.results.clear();
         for &target in &self.route.targets {
-            let bytes = outgoing.bytes_for(target, &mut self.scratch);
-            self.results.push(self.servers[target].send(bytes, deadline));
+            self.scratch.clear();
+            outgoing.compose_for(target, &mut self.scratch);
+            self.results.push(self.servers[target].send(&self.scratch, deadline));
             self.recorder.server_request(target);
         }
         let expect = outgoing.expect();
