@@ -39,9 +39,20 @@ test-lab: deps
 bench: build
 	@scripts/bench.sh
 
-# Runs the protocol fuzzers (needs nightly Rust and cargo-fuzz; see README).
+# Runs every fuzz target for FUZZ_SECONDS each (nightly Rust and cargo-fuzz, installed if missing).
+# New finds land in fuzz/corpus (not kept); copy the ones worth keeping into fuzz/seeds, which
+# `make test` replays on stable Rust.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := crates/protocol:parse_request crates/protocol:parse_reply crates/memrelay:client_stream
 fuzz:
-	cd crates/protocol && cargo +nightly fuzz run parse_request -- -max_total_time=60
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null || cargo +nightly install cargo-fuzz
+	@set -e; for spec in $(FUZZ_TARGETS); do \
+	  crate=$${spec%%:*}; target=$${spec##*:}; \
+	  echo "fuzz: $$target ($$crate) for $(FUZZ_SECONDS) s"; \
+	  mkdir -p $$crate/fuzz/corpus/$$target; \
+	  (cd $$crate && cargo +nightly fuzz run $$target fuzz/corpus/$$target fuzz/seeds/$$target -- -max_total_time=$(FUZZ_SECONDS)); \
+	done
 
 clean:
 	$(CARGO) clean

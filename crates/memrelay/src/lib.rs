@@ -21,10 +21,13 @@
 //!   (event loops sharing non-blocking server connections), over one event-loop skeleton.
 //! - [`measure`]: per-thread recorders, the stats thread, running totals.
 //! - `startup`: start-up and stop shared by the engines, and [`Error`].
+//! - [`fuzzing`]: the client-side state machine and forwarding path over arbitrary bytes, for
+//!   fuzz targets and property tests.
 
 mod buffer;
 mod client;
 mod engine;
+pub mod fuzzing;
 pub mod measure;
 mod relay;
 pub mod routing;

@@ -4,18 +4,23 @@
 //! closing and the start of a shutdown. An engine adds only its own per-client state (`E`) and
 //! what it does with a parsed request.
 //!
+//! - [`Framing`]: where a client's byte stream is between requests (what to skip, whether the
+//!   framing is lost): the state machine every request goes through, without I/O.
 //! - [`io`]: a connection's byte plumbing (read until drained, write until full).
 //! - [`local`]: the commands memrelay answers itself.
 
+mod framing;
 pub(crate) mod io;
 pub(crate) mod local;
+
+pub use framing::{Framing, Next};
 
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse, Request};
+use memrelay_protocol::{parse_request, Limits, Parse};
 use mio::net::{TcpListener, TcpStream};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
@@ -45,23 +50,11 @@ pub(crate) struct Session<E> {
     /// Shared with the pool engine's workers, which write replies to it directly.
     pub socket: Arc<TcpStream>,
     pub io: ClientIo,
-    /// Bytes still to discard (the data block of a value that was too large).
-    skip: usize,
+    framing: Framing,
     /// No more requests: close once the output is written (quit, lost framing, shutdown).
     pub closing: bool,
     /// What the engine keeps per client.
     pub engine: E,
-}
-
-/// What the next bytes of a client hold.
-pub(crate) enum Next {
-    /// Nothing whole yet (or the client is closing): wait for more bytes.
-    Wait,
-    /// Bytes that cannot be a request: the client gets this reply (the bytes are consumed and the
-    /// session marked closing where the framing is lost).
-    Invalid(ErrorReply),
-    /// A whole request; its `consumed` bytes are still pending (the caller takes them).
-    Request(Request),
 }
 
 impl<E> Session<E> {
@@ -78,35 +71,19 @@ impl<E> Session<E> {
         self.io.unsent() > MAX_UNSENT
     }
 
-    /// Discards what remains of a skipped data block, then parses the next request (none while
-    /// the client has not read its replies: back-pressure).
+    /// The next request (see [`Framing::next`]); none while the client has not read its replies
+    /// (back-pressure) or is closing.
     pub fn next_request(&mut self, limits: &Limits, local: &LocalAnswers) -> Next {
         if self.closing || self.io.broken || self.backed_up() {
             return Next::Wait;
         }
-        if self.skip > 0 {
-            let n = self.skip.min(self.pending().len());
-            self.consume(n);
-            self.skip -= n;
-            if self.skip > 0 {
-                return Next::Wait;
-            }
+        let (next, consumed) = self.framing.next(self.io.pending(), limits);
+        self.io.consume(consumed);
+        if let Next::Invalid(_) = next {
+            self.closing |= self.framing.lost;
+            local.client_error();
         }
-        if self.pending().is_empty() {
-            return Next::Wait;
-        }
-        match parse_request(self.pending(), limits) {
-            Parse::Incomplete => Next::Wait,
-            Parse::Invalid(invalid) => {
-                let n = invalid.skip.min(self.pending().len());
-                self.consume(n);
-                self.skip = invalid.skip - n;
-                self.closing |= invalid.close;
-                local.client_error();
-                Next::Invalid(invalid.reply)
-            }
-            Parse::Complete(request) => Next::Request(request),
-        }
+        next
     }
 
     /// Whether a complete request (or invalid bytes to answer) is still buffered: after EOF the
@@ -167,7 +144,7 @@ impl<E> ClientSide<E> {
                     entry.insert(Session {
                         socket: Arc::new(stream),
                         io: ClientIo::new(READ_CHUNK),
-                        skip: 0,
+                        framing: Framing::default(),
                         closing: false,
                         engine: state(),
                     });

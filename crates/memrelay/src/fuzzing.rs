@@ -1,0 +1,157 @@
+//! Entry points for fuzzing and property tests: the client-side state machine and the forwarding
+//! path over arbitrary bytes, with no sockets. A client's byte stream arrives in chunks, goes
+//! through the same [`Framing`] both engines use, is routed over three servers, and every request
+//! bound for a server is composed exactly as the engines compose it.
+//!
+//! [`client_stream`] checks the invariants itself (no panic, no hang, every composed request
+//! parses back as what was parsed, nothing consumed twice); [`forwarded`] returns what would be
+//! written to servers, for a test that reads it with memcached's grammar written independently.
+
+use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
+
+use crate::client::{Framing, Next};
+use crate::relay::rewrite::Outgoing;
+use crate::routing::ketama::KeyHash;
+use crate::routing::{Plan, RouteBuf, Router};
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing};
+
+/// Most bytes one input may make memrelay look at (keeps a fuzz case fast).
+const MAX_INPUT: usize = 1 << 20;
+
+/// A request memrelay sends to a server, as it parsed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forwarded {
+    /// The bytes written to the server.
+    pub bytes: Vec<u8>,
+    /// What memrelay believes it sent: command, keys, flags, exptime, number, data.
+    pub command: &'static str,
+    pub keys: Vec<Vec<u8>>,
+    pub flags: u32,
+    pub exptime: i64,
+    pub number: u64,
+    pub data: Vec<u8>,
+}
+
+/// Feeds `data` as a client byte stream (the first byte chooses the chunk size and the routing
+/// mode) and returns every request memrelay would write to a server, in order.
+pub fn forwarded(data: &[u8]) -> Vec<Forwarded> {
+    let mut out = Vec::new();
+    run(data, |bytes, request, input| {
+        let keys = request.keys(input).map(<[u8]>::to_vec).collect();
+        let (keys, data) = match request.command {
+            Command::Get | Command::Gets => (keys, Vec::new()),
+            c if c.is_storage() => (keys, input[request.data.clone()].to_vec()),
+            _ => (keys, Vec::new()),
+        };
+        out.push(Forwarded {
+            bytes: bytes.to_vec(),
+            command: request.command.name(),
+            keys,
+            flags: request.flags,
+            exptime: request.exptime,
+            number: request.number,
+            data,
+        });
+    });
+    out
+}
+
+/// Feeds `data` as a client byte stream and checks that every composed server request parses
+/// back, with memrelay's own parser, as one whole request equal in every field to its source.
+pub fn client_stream(data: &[u8]) {
+    run(data, |bytes, sent, input| {
+        let limits = Limits { max_line_len: usize::MAX, ..Limits::default() };
+        let Parse::Complete(back) = parse_request(bytes, &limits) else {
+            panic!("composed bytes do not parse: {:?}", String::from_utf8_lossy(bytes))
+        };
+        assert_eq!(back.consumed, bytes.len(), "one composed request is one request");
+        assert_eq!(back.command, sent.command);
+        assert!(back.keys(bytes).eq(sent.keys(input)), "keys");
+        assert_eq!(
+            (back.flags, back.exptime, back.number, back.noreply),
+            (sent.flags, sent.exptime, sent.number, false)
+        );
+        assert_eq!(&bytes[back.data.clone()], &input[sent.data.clone()]);
+    });
+}
+
+/// The shared driver: chunks `data` into a buffer, runs the framing, routes and composes every
+/// request, and calls `sent(bytes, source request, source buffer)` for each target's bytes (a
+/// split multi-get's sub-gets are checked by key only, so they are not reported).
+fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
+    let Some((&mode, data)) = data.split_first() else { return };
+    let data = &data[..data.len().min(MAX_INPUT)];
+    let chunk = usize::from(mode % 16) * 7 + 1;
+    let router = router(mode);
+    let limits = Limits::default();
+    let mut framing = Framing::default();
+    let mut route = RouteBuf::default();
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut composed = Vec::new();
+    for piece in data.chunks(chunk) {
+        buffer.extend_from_slice(piece);
+        // Each turn consumes bytes or waits; the bound only guards against a bug that does neither.
+        for _ in 0..=buffer.len() {
+            let (next, consumed) = framing.next(&buffer, &limits);
+            buffer.drain(..consumed);
+            let request = match next {
+                Next::Wait => break,
+                Next::Invalid(_) => continue,
+                Next::Request(request) => request,
+            };
+            let input: Vec<u8> = buffer.drain(..request.consumed).collect();
+            let plan = router.route(&request, &input, 0, &mut route);
+            if plan == Plan::Local {
+                continue;
+            }
+            let targets: Vec<usize> = match plan {
+                Plan::Forward(server) => vec![server],
+                _ => route.targets.clone(),
+            };
+            let outgoing =
+                Outgoing { request: &request, input: &input, plan, copying: false, key_owner: &route.key_owner };
+            for &target in &targets {
+                composed.clear();
+                outgoing.compose_for(target, &mut composed);
+                if plan != Plan::Split {
+                    sent(&composed, &request, &input);
+                }
+            }
+        }
+    }
+}
+
+/// Three servers; `mode` picks all-servers, sharded, or ketama with two replicas.
+fn router(mode: u8) -> Router {
+    let servers: Vec<Endpoint> = (1..=3)
+        .map(|port| Endpoint { addr: ([127, 0, 0, 1], port).into(), name: format!("127.0.0.1:{port}") })
+        .collect();
+    let ketama = mode / 16 % 3 == 2;
+    let routing = Routing {
+        sharded: mode / 16 % 3 == 1,
+        distribution: if ketama { Distribution::Ketama } else { Distribution::All },
+        hash: KeyHash::Md5,
+        replication: if ketama { 2 } else { 1 },
+        read_from: ReadFrom::Primary,
+        failover: false,
+    };
+    Router::new(&routing, &servers).expect("a valid ring")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipelined_stream_is_forwarded_request_by_request() {
+        let stream = b"\x05set a 0 0 1 noreply\r\nx\r\nget a b\r\nincr n 18446744073709551615\r\nversion\r\n";
+        let sent = forwarded(stream);
+        let lines: Vec<&[u8]> = sent.iter().map(|f| &f.bytes[..]).collect();
+        // set to all three servers, get to one, incr to all three; version is answered locally.
+        assert_eq!(lines.len(), 7);
+        assert_eq!(lines[0], b"set a 0 0 1\r\nx\r\n");
+        assert_eq!(lines[3], b"get a b\r\n");
+        assert_eq!(lines[4], b"incr n 18446744073709551615\r\n");
+        client_stream(stream);
+    }
+}
