@@ -23,7 +23,7 @@ pub use limits::Limits;
 pub use reply::{value_block, Expect, Reply, ReplyError, ReplyParser, Status};
 pub use request::{parse_request, Command, ErrorReply, Invalid, Request};
 
-pub(crate) use lexer::{find_newline, parse_i64, parse_u64, tokens, trim_cr};
+pub(crate) use lexer::{find_newline, parse_u64, read_i32, read_u32, read_u64, tokens, trim_cr};
 
 /// The outcome of parsing from the start of a buffer: for requests the error is [`Invalid`]
 /// (what to answer the client and how to recover), for server replies [`ReplyError`].

@@ -131,23 +131,34 @@ fn key_too_long_is_client_error() {
 }
 
 #[test]
-fn malformed_lines_are_client_errors() {
-    for line in [
-        &b"set k 0 0\r\n"[..],
-        b"set k x 0 1\r\n",
-        b"set k 0 0 -1\r\n",
-        b"set k 0 0 1 extra\r\n",
-        b"cas k 0 0 1\r\n",
-        b"incr k\r\n",
-        b"touch k\r\n",
-        b"delete k 5\r\n",
-        b"set k 99999999999 0 1\r\n",
-    ] {
+fn malformed_lines_are_answered_as_memcached_answers() {
+    // Replies of a real memcached 1.6.18 to the same lines.
+    let cases: [(&[u8], ErrorReply); 8] = [
+        (b"set k 0 0\r\n", ErrorReply::Error),
+        (b"cas k 0 0 1\r\n", ErrorReply::Error),
+        (b"incr k\r\n", ErrorReply::Error),
+        (b"touch k\r\n", ErrorReply::Error),
+        (b"flush_all 0 0 0\r\n", ErrorReply::Error),
+        (b"set k x 0 1\r\n", ErrorReply::Client("bad command line format")),
+        (b"set k 0 0 -1\r\n", ErrorReply::Client("bad command line format")),
+        (b"delete k 5\r\n", ErrorReply::Client("bad command line format.  Usage: delete <key> [noreply]")),
+    ];
+    for (line, reply) in cases {
         let bad = invalid(line);
-        assert!(matches!(bad.reply, ErrorReply::Client(_)), "{:?}", String::from_utf8_lossy(line));
+        assert_eq!(bad.reply, reply, "{:?}", String::from_utf8_lossy(line));
         assert!(!bad.close);
     }
     assert_eq!(invalid(b"incr k abc\r\n").reply, ErrorReply::Client("invalid numeric delta argument"));
+}
+
+#[test]
+fn numbers_and_extra_tokens_as_memcached_reads_them() {
+    // memcached 1.6.18 stores these: flags truncated to 32 bits, a fifth token that is not
+    // `noreply` ignored.
+    let Parse::Complete(request) = parse_request(b"set k 99999999999 0 1 extra\r\nx\r\n", &Limits::default()) else {
+        panic!()
+    };
+    assert_eq!((request.flags, request.noreply), (99999999999u64 as u32, false));
 }
 
 #[test]

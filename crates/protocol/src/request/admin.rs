@@ -1,29 +1,30 @@
 //! Commands about the server rather than a key: `flush_all`, `verbosity`, `version`, `quit`,
 //! `stats`.
 
-use crate::request::{Args, ErrorReply, Request, BAD_FORMAT};
-use crate::{parse_u64, Parse};
+use crate::request::{Args, ErrorReply, Request};
+use crate::{read_u64, Parse};
 
 /// `flush_all [delay] [noreply]`.
 pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
-    match args.without_noreply() {
-        0 => {}
-        1 => match args.number(0, parse_u64) {
-            Ok(delay) => request.number = delay,
-            Err(invalid) => return invalid,
-        },
-        _ => return args.bad(ErrorReply::Client(BAD_FORMAT)),
+    if args.len() > 2 {
+        return args.bad(ErrorReply::Error);
     }
     request.noreply = args.noreply_last();
+    if args.len() > usize::from(request.noreply) {
+        match args.number(0, read_u64) {
+            Ok(delay) => request.number = delay,
+            Err(invalid) => return invalid,
+        }
+    }
     Parse::Complete(request)
 }
 
 /// `verbosity <level> [noreply]`.
 pub(super) fn verbosity(mut request: Request, args: &Args) -> Parse<Request> {
-    if args.without_noreply() != 1 {
+    if args.len() != 1 && args.len() != 2 {
         return args.bad(ErrorReply::Error);
     }
-    match args.number(0, parse_u64) {
+    match args.number(0, read_u64) {
         Ok(level) => request.number = level,
         Err(invalid) => return invalid,
     }

@@ -1,39 +1,50 @@
 //! Commands on one key without a data block: `delete`, `incr`/`decr`, `touch`.
 
-use crate::request::{Args, ErrorReply, Request, BAD_FORMAT};
-use crate::{parse_i64, parse_u64, Parse};
+use crate::request::{Args, ErrorReply, Request};
 
-/// `delete <key> [0] [noreply]`: the legacy time argument must be 0.
+const DELETE_USAGE: &str = "bad command line format.  Usage: delete <key> [noreply]";
+use crate::{read_i32, read_u64, Parse};
+
+/// `delete <key> [0] [noreply]`: the legacy time argument must be 0 (memcached 1.6's rules).
 pub(super) fn delete(mut request: Request, args: &Args) -> Parse<Request> {
-    let legacy_zero_ok = args.without_noreply() == 2 && args.get(1) == b"0";
-    if args.without_noreply() != 1 && !legacy_zero_ok {
-        return args.bad(ErrorReply::Client(BAD_FORMAT));
+    if args.is_empty() || args.len() > 3 {
+        return args.bad(ErrorReply::Error);
     }
-    request.noreply = args.noreply_last();
+    let hold_is_zero = args.len() > 1 && args.get(1) == b"0";
+    let valid = match args.len() {
+        1 => true,
+        2 => hold_is_zero || args.noreply_last(),
+        _ => hold_is_zero && args.noreply_last(),
+    };
+    if !valid {
+        return args.bad(ErrorReply::Client(DELETE_USAGE));
+    }
+    request.noreply = args.len() > 1 && args.noreply_last();
     complete(request, args, |_| Ok(()))
 }
 
-/// `incr|decr <key> <delta> [noreply]`.
+/// `incr|decr <key> <delta> [noreply]` (a third token other than `noreply` is ignored, as
+/// memcached ignores it).
 pub(super) fn arithmetic(request: Request, args: &Args) -> Parse<Request> {
-    if args.len() != 2 && !(args.len() == 3 && args.noreply_last()) {
-        return args.bad(ErrorReply::Client(BAD_FORMAT));
+    if args.len() != 2 && args.len() != 3 {
+        return args.bad(ErrorReply::Error);
     }
     complete(request, args, |request| {
         request.number =
-            parse_u64(args.get(1)).ok_or_else(|| args.bad(ErrorReply::Client("invalid numeric delta argument")))?;
-        request.noreply = args.len() == 3;
+            read_u64(args.get(1)).ok_or_else(|| args.bad(ErrorReply::Client("invalid numeric delta argument")))?;
+        request.noreply = args.len() == 3 && args.noreply_last();
         Ok(())
     })
 }
 
 /// `touch <key> <exptime> [noreply]`.
 pub(super) fn touch(request: Request, args: &Args) -> Parse<Request> {
-    if args.len() != 2 && !(args.len() == 3 && args.noreply_last()) {
-        return args.bad(ErrorReply::Client(BAD_FORMAT));
+    if args.len() != 2 && args.len() != 3 {
+        return args.bad(ErrorReply::Error);
     }
     complete(request, args, |request| {
-        request.exptime = args.number(1, parse_i64)?;
-        request.noreply = args.len() == 3;
+        request.exptime = args.number(1, read_i32)?.into();
+        request.noreply = args.len() == 3 && args.noreply_last();
         Ok(())
     })
 }

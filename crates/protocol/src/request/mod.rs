@@ -289,11 +289,6 @@ impl<'a> Args<'a> {
         self.len > 0 && self.tokens[self.len - 1] == b"noreply"
     }
 
-    /// Arguments other than a final `noreply`.
-    pub fn without_noreply(&self) -> usize {
-        self.len - usize::from(self.noreply_last())
-    }
-
     /// Argument `i` as a key: its range in the line, or the error for a key too long.
     pub fn key(&self, i: usize) -> Result<Range<usize>, Parse<Request>> {
         let key = self.tokens[i];

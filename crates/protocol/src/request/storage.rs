@@ -2,10 +2,12 @@
 //! block of the declared length and `\r\n`.
 
 use crate::limits::Limits;
-use crate::request::{Args, ErrorReply, Invalid, Request, BAD_DATA_CHUNK, BAD_FORMAT, TOO_LARGE};
-use crate::{parse_i64, parse_u64, Command, Parse};
+use crate::request::{Args, ErrorReply, Invalid, Request, BAD_DATA_CHUNK, TOO_LARGE};
+use crate::{read_i32, read_u32, read_u64, Command, Parse};
 
-/// `<command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]`.
+/// `<command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]`. As in memcached 1.6, one
+/// more token is accepted after the fixed ones and means `noreply` only when it is `noreply`; any
+/// other count is `ERROR`.
 pub(super) fn parse(mut request: Request, args: &Args, buf: &[u8], limits: &Limits) -> Parse<Request> {
     match fields(&mut request, args) {
         Ok(bytes) => block(request, bytes, args.line_end, buf, limits),
@@ -16,18 +18,19 @@ pub(super) fn parse(mut request: Request, args: &Args, buf: &[u8], limits: &Limi
 /// The line's fields into `request`; returns the declared data length.
 fn fields(request: &mut Request, args: &Args) -> Result<usize, Parse<Request>> {
     let fixed = if request.command == Command::Cas { 5 } else { 4 };
-    if args.len() != fixed && !(args.len() == fixed + 1 && args.noreply_last()) {
-        return Err(args.bad(ErrorReply::Client(BAD_FORMAT)));
+    if args.len() != fixed && args.len() != fixed + 1 {
+        return Err(args.bad(ErrorReply::Error));
     }
     request.keys = args.key(0)?;
     request.key_count = 1;
-    request.flags = args.number(1, |t| parse_u64(t).and_then(|v| u32::try_from(v).ok()))?;
-    request.exptime = args.number(2, parse_i64)?;
-    let bytes = args.number(3, |t| parse_u64(t).and_then(|v| usize::try_from(v).ok()))?;
+    request.flags = args.number(1, read_u32)?;
+    request.exptime = args.number(2, read_i32)?.into();
+    // memcached reads the length into 32 bits and refuses a negative one.
+    let bytes = args.number(3, |t| read_i32(t).and_then(|v| usize::try_from(v).ok()))?;
     if request.command == Command::Cas {
-        request.number = args.number(4, parse_u64)?;
+        request.number = args.number(4, read_u64)?;
     }
-    request.noreply = args.len() == fixed + 1;
+    request.noreply = args.len() == fixed + 1 && args.noreply_last();
     Ok(bytes)
 }
 
