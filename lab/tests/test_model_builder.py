@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memrelay_lab import load, measured_demands, mm_tables, models_from_results, network_model, summarize
-from memrelay_lab._model_builder import NetworkModelError, build_centers
-from report_experiment import quick_results
+from memrelay_lab import load, measured_demands, mm_tables, models_from_summary, network_model, summarize
+from memrelay_lab.analysis import NetworkModelError, build_centers
 
 LAB = [sys.executable, "-m", "memrelay_lab.cli"]
 
@@ -184,12 +183,12 @@ def test_mm1_and_mmm_by_hand():
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return quick_results(tmp_path_factory)
+def results(report_results):
+    return report_results
 
 
 def test_littles_law_holds_on_the_model_outputs(results):
-    network, _ = models_from_results(results)
+    network, _ = models_from_summary(summarize(load(results)))
     summary = summarize(load(results))
     for _, row in network.comparison.iterrows():
         n = row["population"]
@@ -207,7 +206,7 @@ def test_littles_law_holds_on_the_model_outputs(results):
 
 def test_demands_agree_with_the_raw_measurements(results):
     loaded = load(results)
-    network, _ = models_from_results(results)
+    network, _ = models_from_summary(summarize(load(results)))
     runs = loaded.runs
     for _, demand in network.demands.iterrows():
         mine = runs[(runs["clients"] == demand["clients"]) & (runs["multiget"] == demand["multiget"])]

@@ -1,4 +1,4 @@
-"""`memrelay-lab report` on a real quick experiment (tests/report_experiment.py).
+"""`memrelay-lab report` on a real quick experiment (the `report_results` fixture of conftest.py).
 
 What the checks compare against: the programs' own outputs (bench JSON counts and
 percentiles, memrelay's summary.json percentiles), scipy's t distribution, sums done here
@@ -31,8 +31,7 @@ from memrelay_lab import (
     merged_client_hdr,
     summarize,
 )
-from memrelay_lab import _plots as plots
-from report_experiment import quick_results
+from memrelay_lab.report import _plots as plots
 
 LAB = [sys.executable, "-m", "memrelay_lab.cli"]
 FIGURES = {
@@ -60,8 +59,8 @@ CHROMIUM_FLAGS = [
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return quick_results(tmp_path_factory)
+def results(report_results):
+    return report_results
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .._values import configuration_label
 from ._spec import PARAMETERS, Experiment, workload_ratio
 
 __all__ = ["Configuration", "Instance", "Run", "expand", "placement", "plan"]
@@ -151,25 +152,22 @@ class Configuration:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("index", "block")}
 
     def label(self) -> str:
-        """A short human description for progress lines."""
-        parts = [
-            f"servers={self.servers}",
-            f"middlewares={self.middlewares}",
-        ]
+        """A short human description for progress lines (the parameters that matter here)."""
+        shown: dict[str, Any] = {"servers": self.servers, "middlewares": self.middlewares}
         if self.middlewares:
-            parts.append(f"workers={self.workers}")
+            shown["workers"] = self.workers
             if self.engine != "pool":
-                parts.append(f"engine={self.engine}")
+                shown["engine"] = self.engine
             if self.distribution != "all":
-                parts.append(f"ketama/{self.replication}")
-        parts.append(
-            f"clients={self.clients} ({self.client_machines}x{self.instances_per_machine}x"
+                shown["distribution"] = f"ketama/{self.replication}"
+        shown["clients"] = (
+            f"{self.clients} ({self.client_machines}x{self.instances_per_machine}x"
             f"{self.threads_per_instance}x{self.clients_per_thread})"
         )
-        parts.append(f"workload={self.workload}")
+        shown["workload"] = self.workload
         if self.multiget > 1:
-            parts.append(f"multiget={self.multiget}{' sharded' if self.sharded else ''}")
-        return " ".join(parts)
+            shown["multiget"] = f"{self.multiget}{' sharded' if self.sharded else ''}"
+        return configuration_label(shown)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ._jsonable import jsonable
+from .._values import jsonable
 
 __all__ = [
     "ConfidenceInterval",

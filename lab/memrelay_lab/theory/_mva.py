@@ -37,7 +37,7 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
-from ._jsonable import jsonable
+from .._values import jsonable
 
 __all__ = [
     "AsymptoticBounds",

@@ -36,7 +36,9 @@ import pandas as pd
 from ._hdr import HdrHistogram
 
 __all__ = [
+    "BUCKET_US",
     "Histogram",
+    "bucket_histogram",
     "PERCENTILES",
     "merged_buckets",
     "merged_client_hdr",
@@ -119,6 +121,16 @@ class Histogram:
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"lower_us": self.lower, "upper_us": self.upper, "count": self.counts})
+
+
+def bucket_histogram(buckets: Iterable[tuple[int, int]], width: int = BUCKET_US) -> Histogram:
+    """A `Histogram` of ``(lower_us, count)`` pairs in buckets of `width` µs (equal lowers added)."""
+    pairs = list(buckets)
+    if not pairs:
+        return Histogram.empty()
+    lower, counts = np.asarray(pairs, dtype=float).reshape(-1, 2).T
+    keys, inverse = np.unique(lower, return_inverse=True)
+    return Histogram(keys, keys + width, np.bincount(np.asarray(inverse).reshape(-1), weights=counts))
 
 
 def merge(histograms: Iterable[Histogram]) -> Histogram:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import special
 
-from ._jsonable import jsonable
+from .._values import jsonable
 
 __all__ = ["MM1", "MMm", "UnstableSystemError", "mm1", "mmm"]
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from ._jsonable import jsonable
+from .._values import jsonable
 
 __all__ = [
     "InteractiveLawCheck",

@@ -1,4 +1,5 @@
-"""One quick real experiment shared by test_report.py and test_model_builder.py.
+"""Fixtures shared by the tests: `report_results`, one quick real experiment used by
+test_report.py and test_model_builder.py.
 
 A 2^2 2 design (clients 2 and 8 x multi-get size 1 and 4, sharded; two servers, two
 middlewares with 4 workers, one request in ten logged with its timestamps), run once per
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memrelay_lab import parse_experiment, run_experiment
-from memrelay_lab._processes import REPO, BinaryNotFound, find_binaries
+from memrelay_lab.experiment import REPO, BinaryNotFound, find_binaries
 
 SPEC = """\
 name = "report-test"
@@ -37,9 +38,6 @@ keys = 1000
 request_log_sample = 10
 """
 
-_CACHE: dict[str, Path] = {}
-
-
 def binaries():
     """The programs, building memrelay and memrelay-bench once if they are missing."""
     try:
@@ -56,19 +54,18 @@ def binaries():
     return find_binaries()
 
 
-def quick_results(tmp_path_factory) -> Path:
-    """The results folder of the shared experiment (run on first use)."""
-    if "path" not in _CACHE:
-        programs = binaries()
-        out = tmp_path_factory.mktemp("report-experiment") / "report-test"
-        with open(os.devnull, "w") as quiet:
-            summary = run_experiment(
-                parse_experiment(SPEC, source="report-test.toml"),
-                out,
-                binaries=programs,
-                progress=quiet,
-                handle_signals=False,
-            )
-        assert summary.ok, f"the shared experiment failed: {summary.failures}"
-        _CACHE["path"] = out
-    return _CACHE["path"]
+@pytest.fixture(scope="session")
+def report_results(tmp_path_factory) -> Path:
+    """The results folder of the shared experiment (run once per session, on first use)."""
+    programs = binaries()
+    out = tmp_path_factory.mktemp("report-experiment") / "report-test"
+    with open(os.devnull, "w") as quiet:
+        summary = run_experiment(
+            parse_experiment(SPEC, source="report-test.toml"),
+            out,
+            binaries=programs,
+            progress=quiet,
+            handle_signals=False,
+        )
+    assert summary.ok, f"the shared experiment failed: {summary.failures}"
+    return out

@@ -60,7 +60,8 @@ import numpy as np
 import pandas as pd
 
 from ._hdr import HdrHistogram
-from ._processes import parse_stats
+from ._histograms import bucket_histogram
+from ._memcached_stats import parse_stats
 
 __all__ = ["Results", "load"]
 
@@ -195,7 +196,7 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
         row["source"] = f"middleware-{k}"
         bucket_list = [(lower, count) for _, lower, count in _summary_buckets(summary, None)]
         buckets.append(bucket_list)
-        row.update(_percentiles(lambda q, b=bucket_list: _bucket_quantile(b, q)))
+        row.update(_percentiles(lambda q, h=bucket_histogram(bucket_list): h.percentile(100 * q)))
         row["count_total"] = summary["totals"]["count"]
         row["errors_total"] = summary["totals"]["errors"]
         row["duration_s"] = summary["duration_s"]
@@ -207,7 +208,7 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
         combined_series = _combine_middleware_windows(all_middleware_windows)
         combined = _combine_middleware_rows(middleware_rows)
         merged_buckets = [item for bucket_list in buckets for item in bucket_list]
-        combined.update(_percentiles(lambda q: _bucket_quantile(merged_buckets, q)))
+        combined.update(_percentiles(lambda q, h=bucket_histogram(merged_buckets): h.percentile(100 * q)))
         rows.append(combined)
         windows += [{**w, "source": "middleware"} for w in combined_series]
     return rows, windows
@@ -409,24 +410,6 @@ def _summary_buckets(summary: dict, request_type: str | None) -> list[tuple[str,
             raise ValueError(f"expected 100 µs buckets in summary.json, found {width}")
         result += [(kind, int(lower), int(count)) for lower, count in histogram["buckets"]]
     return result
-
-
-def _bucket_quantile(buckets: list[tuple[int, int]], quantile: float, width: int = 100) -> float:
-    """Value at ``quantile`` of 100 µs buckets, interpolated linearly inside the bucket."""
-    merged: dict[int, int] = {}
-    for lower, count in buckets:
-        merged[lower] = merged.get(lower, 0) + count
-    total = sum(merged.values())
-    if total == 0:
-        return math.nan
-    wanted = quantile * total
-    seen = 0
-    for lower in sorted(merged):
-        count = merged[lower]
-        if seen + count >= wanted:
-            return lower + width * (wanted - seen) / count
-        seen += count
-    return float(max(merged) + width)
 
 
 def _middleware_names(record: dict) -> list[str]:

@@ -32,14 +32,13 @@ __all__ = [
     "log_tail",
     "memcached_command",
     "memrelay_command",
-    "parse_stats",
     "populate_command",
     "program_versions",
     "server_stats",
     "wait_until_listening",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEY_PREFIX = "memtier-"
 KEY_MINIMUM = 1
 
@@ -199,16 +198,6 @@ def server_stats(address: str, port: int, timeout: float = 5.0) -> str:
                 break
             reply += chunk
     return reply.decode("ascii", errors="replace")
-
-
-def parse_stats(text: str) -> dict[str, str]:
-    """``STAT name value`` lines as a dict (values stay strings)."""
-    result = {}
-    for line in text.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] == "STAT":
-            result[parts[1]] = parts[2]
-    return result
 
 
 def program_versions(binaries: Binaries) -> dict[str, str | None]:

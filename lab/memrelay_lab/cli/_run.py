@@ -13,14 +13,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._expand import plan
-from ._processes import BinaryNotFound, find_binaries
-from ._runner import Interrupted, ResultsExist, default_out_dir, run_experiment
-from ._spec import SpecError, describe_parameters, load_experiment
+from ..experiment import (
+    BinaryNotFound,
+    Interrupted,
+    ResultsExist,
+    SpecError,
+    default_out_dir,
+    describe_parameters,
+    find_binaries,
+    load_experiment,
+    plan,
+    run_experiment,
+)
+from ._output import PROG
 
 __all__ = ["add_run_parser", "run_command"]
-
-PROG = "memrelay-lab"
 
 
 def add_run_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -36,7 +36,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ._histograms import BUCKET_US, Histogram, percentile_columns  # noqa: E402
+from .._values import configuration_label  # noqa: E402
+from ..results import BUCKET_US, Histogram, percentile_columns  # noqa: E402
 
 __all__ = [
     "factorial_plot",
@@ -71,13 +72,7 @@ def axis_label(column: str) -> str:
 
 
 def series_label(keys: Mapping[str, object]) -> str:
-    return ", ".join(f"{k}={_short(v)}" for k, v in keys.items()) or "all"
-
-
-def _short(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return configuration_label(keys, empty="all")
 
 
 def png_bytes(figure: Figure) -> bytes:

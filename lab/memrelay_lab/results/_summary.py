@@ -40,11 +40,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._values import configuration_label
+from ..experiment import PARAMETERS
+from ..theory import mean_confidence_interval
 from ._histograms import PERCENTILES, merged_buckets, merged_client_hdr, percentile_columns
-from ._spec import PARAMETERS
-from ._stats import mean_confidence_interval
 
-__all__ = ["FactorialPlan", "ResultsSummary", "factorial_factors", "summarize"]
+__all__ = ["POPULATION", "ResultsSummary", "summarize"]
 
 POPULATION = ("client_machines", "instances_per_machine", "threads_per_instance", "clients_per_thread")
 CLIENT_MEASURES = (
@@ -104,7 +105,7 @@ class ResultsSummary:
     def label(self, row: pd.Series | dict, columns: Sequence[str] | None = None) -> str:
         """Short description of a configuration by its swept parameters."""
         columns = list(columns) if columns is not None else self.display_columns
-        return ", ".join(f"{c}={_plain(row[c])}" for c in columns) or "all runs"
+        return configuration_label(row, columns)
 
     def pooled_table(self) -> pd.DataFrame:
         """`table` with every mean time replaced by its request-weighted mean over the
@@ -306,73 +307,3 @@ def _percentiles(results, runs: pd.DataFrame, config_columns: list[str]) -> pd.D
                 record.update({name: middleware.percentile(q) / 1e3 for q, name in names.items()})
                 records.append(record)
     return pd.DataFrame.from_records(records)
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return int(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-@dataclass(frozen=True)
-class FactorialPlan:
-    """How a results folder forms 2^k r designs: the two-level ``factors``, the parameters
-    with more values that split it into separate designs (``slice_by``, e.g. the workload
-    in seed 000 §6, one 2^3 3 design per workload), and each slice's configurations."""
-
-    factors: list[str]
-    slice_by: list[str]
-    slices: list[tuple[dict, list[int]]]  # (slice values, configuration numbers)
-    replications: int
-
-    def describe(self) -> str:
-        design = f"2^{len(self.factors)} {self.replications} design"
-        if self.slice_by:
-            return f"{design} for each {', '.join(self.slice_by)} ({len(self.slices)} designs)"
-        return design
-
-
-MAX_FACTORIAL_SLICES = 6
-
-
-def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, str]:
-    """The 2^k r design(s) of the folder, or None, with the reason.
-
-    Factors are the swept design parameters with exactly two values (population parameters
-    count as one, ``clients``); at least two are needed. Parameters with more values split
-    the folder into slices, each analysed as its own design (at most six slices). Every slice
-    must hold all 2^k level combinations, once each, all with the same number r >= 2 of
-    repetitions (seed 000 §6).
-    """
-    columns = []
-    for parameter in summary.swept:
-        column = "clients" if parameter in POPULATION else parameter
-        if column not in columns:
-            columns.append(column)
-    table = summary.table
-    table = table[np.isfinite(table["throughput"].to_numpy(dtype=float))]
-    levels = {c: table[c].astype(str).nunique() for c in columns}
-    factors = [c for c in columns if levels[c] == 2]
-    slice_by = [c for c in columns if levels[c] > 2]
-    if len(factors) < 2:
-        return None, "fewer than two parameters take exactly two values"
-    groups = list(table.groupby(slice_by, sort=True)) if slice_by else [((), table)]
-    if len(groups) > MAX_FACTORIAL_SLICES:
-        split = ", ".join(slice_by)
-        return None, f"{split} split the folder into {len(groups)} designs (more than {MAX_FACTORIAL_SLICES})"
-    slices = []
-    for key, group in groups:
-        keys = key if isinstance(key, tuple) else (key,)
-        where = dict(zip(slice_by, keys))
-        label = f" for {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
-        combinations = group.groupby([group[f].astype(str) for f in factors]).size()
-        if len(combinations) != 2 ** len(factors) or (combinations != 1).any():
-            return None, f"not a 2^k design{label}: some level combinations are missing or confounded"
-        slices.append((where, list(group["configuration"])))
-    repetitions = table["repetitions"]
-    if repetitions.nunique() != 1 or int(repetitions.iloc[0]) < 2:
-        return None, "not a 2^k r design: needs the same number r >= 2 of repetitions everywhere"
-    plan = FactorialPlan(factors, slice_by, slices, int(repetitions.iloc[0]))
-    return plan, plan.describe()
