@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import math
 import subprocess
 import sys
@@ -256,4 +257,7 @@ def test_cli_model_build(results):
     table = subprocess.run([*LAB, "model", "build", str(results), "--variant", "seed", "--format", "table"],
                            capture_output=True, text=True)
     assert table.returncode == 0, table.stderr
-    assert "Bottleneck:" in table.stdout and "M/M/1 and M/M/m" in table.stdout
+    assert ": bottleneck " in table.stdout and "M/M/1 and M/M/m" in table.stdout
+    assert "clients=2, multiget=1, middlewares=2, workers=4" in table.stdout  # headers name their parameters
+    assert max(len(line) for line in table.stdout.splitlines()) <= 100
+    assert not re.search(r"\de[+]", table.stdout)  # no 1.753e+04

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._values import jsonable
+from .._values import configuration_label, jsonable
 from ..theory import UnstableSystemError, mm1, mmm
 from ._inputs import MS, check_table, config_columns_of, population_groups
 
@@ -56,7 +56,7 @@ class MMTables:
         frame = self.mm1 if model == "mm1" else self.mmm
         if frame.empty:
             return frame
-        labels = frame[list(self.config_columns)].astype(str).agg(", ".join, axis=1) if self.config_columns else "all"
+        labels = [configuration_label(row, self.config_columns, empty="all") for _, row in frame.iterrows()]
         pivot = frame.assign(configuration=labels).pivot_table(
             index="metric", columns="configuration", values="value", sort=False, aggfunc="first"
         )

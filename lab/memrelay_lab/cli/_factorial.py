@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..report import format_number
 from ..theory import read_factorial_csv
 from ._output import emit, name_list, output_options
 
@@ -33,7 +34,7 @@ def _run_factorial(args: argparse.Namespace) -> int:
     def table() -> str:
         with pd.option_context("display.width", 200, "display.max_columns", 50):
             return "\n\n".join(
-                frame.to_string()
+                frame.to_string(float_format=format_number)
                 for frame in (result.sign_table_frame(), result.variation_frame(), result.effects_frame())
             )
 

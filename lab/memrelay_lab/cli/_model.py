@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 import tomllib
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from ..analysis import model_metric_table, models_from_summary
+from .._values import configuration_label
+from ..analysis import MMTables, NetworkModel, models_from_summary
+from ..report import format_number
 from ..results import load, summarize
 from ..theory import DEFAULT_PERCENTILES, Center, asymptotic_bounds, mm1, mmm, mva
 from ._output import CliError, emit, float_list, metrics_table, output_options
@@ -186,22 +187,51 @@ def _run_model_build(args: argparse.Namespace) -> int:
     document = {"network": network.to_dict(), "mm": single.to_dict()}
 
     def table() -> str:
-        with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_colwidth", 40):
-            parts = [
-                "MVA network of queues, per middleware (times in ms):",
-                model_metric_table(network).to_string(float_format=lambda v: f"{v:.4g}"),
-                "",
-                "Bottleneck: "
-                + "; ".join(
-                    f"{', '.join(f'{c}={row[c]}' for c in network.config_columns)}: {row['bottleneck']}"
-                    for _, row in network.comparison.iterrows()
-                ),
-                "",
-                "M/M/1 and M/M/m against measured (times in ms):",
-                single.comparison.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
-            ]
-            parts += [f"note: {note}" for note in network.notes]
-        return "\n".join(parts)
+        return build_tables(network, single)
 
     emit(args, document, table)
     return 0
+
+
+TABLE_WIDTH = 100
+_MM_ROWS = (
+    ("Response time (ms)", "response_ms"),
+    ("Waiting time (ms)", "waiting_time_ms"),
+    ("Jobs in the queue", "queue_length"),
+    ("Jobs in the system", "jobs_in_system"),
+)
+
+
+def build_tables(network: NetworkModel, single: MMTables) -> str:
+    """`model build --format table`: one block per configuration, lines of at most 100 characters."""
+    metric_width = max(len(label) for _, label in network.METRICS)
+    lines = ["MVA network of queues, per middleware: predicted against measured", ""]
+    for _, row in network.comparison.iterrows():
+        lines.append(_fit(f"{configuration_label(row, network.config_columns, empty='all')}: "
+                          f"bottleneck {row['bottleneck']}"))
+        lines.append(f"  {'metric':<{metric_width}}  {'predicted':>12}  {'measured':>12}")
+        for metric, label in network.METRICS:
+            predicted = format_number(row[f"{metric}_predicted"], label)
+            measured = format_number(row[f"{metric}_measured"], label)
+            lines.append(f"  {label:<{metric_width}}  {predicted:>12}  {measured:>12}")
+        lines.append("")
+    lines += ["M/M/1 and M/M/m per middleware against measured", ""]
+    for _, row in single.comparison.iterrows():
+        lines.append(_fit(
+            f"{configuration_label(row, single.config_columns, empty='all')}: "
+            f"λ = {format_number(row['arrival_rate'], 'rate')} req/s, "
+            f"μ = {format_number(row['service_rate_per_worker'], 'rate')} req/s per worker, "
+            f"ρ = {format_number(row['traffic_intensity'], 'ρ')}"
+        ))
+        lines.append(f"  {'metric':<20}  {'M/M/1':>12}  {'M/M/m':>12}  {'measured':>12}")
+        for label, key in _MM_ROWS:
+            cells = [format_number(row[f"{key}_{model}"], label) for model in ("mm1", "mmm", "measured")]
+            lines.append(f"  {label:<20}  " + "  ".join(f"{c:>12}" for c in cells))
+        lines.append("")
+    lines += [_fit(f"note: {note}") for note in network.notes]
+    return "\n".join(lines).rstrip("\n")
+
+
+def _fit(line: str) -> str:
+    """A line wrapped at `TABLE_WIDTH` (continuations indented)."""
+    return textwrap.fill(line, TABLE_WIDTH, subsequent_indent="    ", break_on_hyphens=False)

@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..report import format_number
+
 __all__ = ["PROG", "CliError", "emit", "float_list", "metrics_table", "name_list", "one_line", "output_options"]
 
 PROG = "memrelay-lab"
@@ -40,13 +42,11 @@ def metrics_table(document: dict) -> str:
         else:
             rows.append((key, value))
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {format_value(value)}" for name, value in rows)
+    return "\n".join(f"{name:<{width}}  {format_value(value, name)}" for name, value in rows)
 
 
-def format_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "n/a" if value is None else str(value)
+def format_value(value: Any, name: str = "") -> str:
+    return "n/a" if value is None else format_number(value, name)
 
 
 def float_list(text: str) -> list[float]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import re
 
 import numpy as np
 import pandas as pd
 
 from ._document import Figure, Section, Table
+from ._format import NO_INTERVAL, WIDE_MARK, format_number, unit_of
 
 __all__ = ["render_html", "render_markdown", "slug"]
 
@@ -24,33 +24,21 @@ FLAG_COLUMNS = ("consistent", "stable")
 FLAG = "NO"
 
 
-def _cell(value, column: object = None) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, (bool, np.bool_)):
-        if column in FLAG_COLUMNS:
-            return "yes" if value else FLAG
-        return "true" if value else "false"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if math.isnan(value):
-            return "–"
-        if math.isinf(value):
-            return "∞"
-        if value.is_integer() and abs(value) < 1e9:
-            return str(int(value))
-        return f"{value:.4g}"
-    return str(value)
+def _cell(value, column: object = None, row_label: object = None) -> str:
+    """One table cell: flags as yes/NO, numbers by the unit of their column (or of their row,
+    in tables with metrics as rows)."""
+    if isinstance(value, (bool, np.bool_)) and column in FLAG_COLUMNS:
+        return "yes" if value else FLAG
+    name = column if unit_of(column) != "plain" or row_label is None else row_label
+    return format_number(value, name)
 
 
 def _rows(frame: pd.DataFrame, index: bool) -> tuple[list[str], list[list[str]]]:
     header = ([str(frame.index.name or "")] if index else []) + [str(c) for c in frame.columns]
     rows = []
     for label, row in frame.iterrows():
-        cells = [_cell(v, c) for c, v in zip(frame.columns, row.tolist())]
-        rows.append(([_cell(label)] if index else []) + cells)
+        cells = [_cell(v, c, label if index else None) for c, v in zip(frame.columns, row.tolist())]
+        rows.append(([str(label)] if index else []) + cells)
     return header, rows
 
 
@@ -63,6 +51,7 @@ table { border-collapse: collapse; font-size: 12px; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; white-space: nowrap; }
 th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
 td.flag { background: #fdd; font-weight: bold; }
+td.wide { background: #fff3cd; }
 caption { caption-side: top; text-align: left; font-weight: bold; padding: 4px 0; }
 figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9em; color: #555; }
@@ -134,7 +123,9 @@ def _html_table(item: Table) -> str:
     flagged = {i for i, name in enumerate(header) if name in FLAG_COLUMNS}
     for row in rows:
         cells = "".join(
-            f'<td class="flag">{html.escape(c)}</td>' if i in flagged and c == FLAG else f"<td>{html.escape(c)}</td>"
+            f'<td class="flag">{html.escape(c)}</td>' if i in flagged and c == FLAG
+            else f'<td class="wide">{html.escape(c)}</td>' if WIDE_MARK in c or NO_INTERVAL in c
+            else f"<td>{html.escape(c)}</td>"
             for i, c in enumerate(row)
         )
         out.append(f"<tr>{cells}</tr>")

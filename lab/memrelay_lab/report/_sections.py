@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+import pandas as pd
+
 from ..analysis import (
     NetworkModelError,
     factorial_factors,
@@ -20,6 +23,7 @@ from ..analysis import (
 )
 from ..results import ResultsSummary, merged_buckets
 from ._document import Figure, Section, Table
+from ._format import CI_TARGET, WIDE_MARK, format_interval
 from ._render import slug
 
 
@@ -69,53 +73,68 @@ def overview(results, summary: ResultsSummary) -> Section:
     return Section("Overview", text, items)
 
 
-def _measure_columns(summary: ResultsSummary, columns: Sequence[str]) -> list[str]:
+# The configuration table split by concern, so that each fits a page: (table name, caption,
+# measures shown as "mean ± half width").
+_CONCERNS = (
+    ("summary_throughput", "Throughput (requests/s; keys read/s)", ("throughput", "mw_throughput", "keys_throughput")),
+    ("summary_response_time", "Response time (ms), clients and middleware", ("response_ms", "mw_response_ms")),
+    (
+        "summary_breakdown",
+        "Where the middleware's time goes (ms) and its queue length",
+        ("mw_queue_ms", "mw_service_ms", "mw_other_ms", "network_ms", "mw_queue_length"),
+    ),
+    ("summary_errors", "Misses and errors (fraction of requests)", ("miss_rate", "error_rate")),
+)
+
+
+def interval_frame(summary: ResultsSummary, measures: Sequence[str]) -> pd.DataFrame:
+    """The configurations with one "mean ± half width" text column per measure (those with data)."""
     table = summary.table
-    chosen = []
-    for column in columns:
-        if column in table and table[column].notna().any():
-            chosen.append(column)
-            if f"{column}_half_width" in table and table[f"{column}_half_width"].notna().any():
-                chosen.append(f"{column}_half_width")
-    return chosen
+    frame = table[["configuration", *summary.display_columns, "repetitions"]].copy()
+    for measure in measures:
+        if measure not in table or not table[measure].notna().any():
+            continue
+        half = table.get(f"{measure}_half_width", pd.Series(np.nan, index=table.index))
+        frame[measure] = [
+            format_interval(m, h, measure, int(r)) for m, h, r in zip(table[measure], half, table["repetitions"])
+        ]
+    return frame
 
 
 def configurations(summary: ResultsSummary) -> Section:
-    shown = ["configuration", *summary.display_columns, "repetitions"]
-    measures = _measure_columns(
-        summary,
-        [
-            "throughput",
-            "response_ms",
-            "mw_throughput",
-            "mw_response_ms",
-            "mw_queue_ms",
-            "mw_service_ms",
-            "mw_other_ms",
-            "network_ms",
-            "mw_queue_length",
-            "keys_throughput",
-            "miss_rate",
-            "error_rate",
-        ],
-    )
-    frame = summary.table[shown + measures]
+    target = f"{CI_TARGET:.0%}"
     text = [
-        "One row per configuration. `throughput` and `response_ms` are measured on the clients, `mw_*` on the "
-        "middlewares; `mw_other_ms` is the middleware's response time minus queue and service time, `network_ms` "
-        "the clients' minus the middlewares' response time. `*_half_width` is the half width of the confidence "
-        "interval (NaN with one repetition). Times in ms, rates per second."
+        "One row per configuration, one table per concern. `throughput` and `response_ms` are measured on the "
+        "clients, `mw_*` on the middlewares; `mw_other_ms` is the middleware's response time minus queue and "
+        "service time, `network_ms` the clients' minus the middlewares' response time. Each cell is the mean "
+        f"over repetitions ± the half width of its {summary.level:.0%} confidence interval. "
+        f"{WIDE_MARK} marks an interval whose half width exceeds {target} of the mean (the target of these "
+        "tables; the percentage is the half width relative to the mean): too wide to support a comparison, "
+        "add repetitions or lengthen the runs. With one repetition there is no interval (\"no interval\").",
     ]
-    configurations = summary.table[["configuration", *summary.config_columns]]
-    return Section(
-        "Configurations",
-        text,
-        [
-            Table("summary", "Means over repetitions", frame, csv=summary.table),
-            Table("runs", "Every run (one row per repetition)", summary.runs.head(0), csv=summary.runs),
-            Table("configurations", "Every configuration's parameters", configurations.head(0), csv=configurations),
-        ],
-    )
+    if (summary.table["repetitions"] < 2).any():
+        text.append(
+            f"{WIDE_MARK} Some configurations have repetitions = 1: their means come without confidence intervals."
+        )
+    items: list = []
+    for name, caption, measures in _CONCERNS:
+        frame = interval_frame(summary, measures)
+        if len(frame.columns) > len(summary.display_columns) + 2:
+            items.append(Table(name, caption, frame))
+    wide = sum(cell.count(WIDE_MARK) for item in items for column in item.frame.columns[2:]
+               for cell in item.frame[column].astype(str))
+    if wide:
+        text.append(f"{WIDE_MARK} {wide} intervals are wider than {target} of their mean.")
+    configurations_frame = summary.table[["configuration", *summary.config_columns]]
+    items += [
+        Table("summary", "Means and half widths at full precision", summary.table.head(0), csv=summary.table),
+        Table("runs", "Every run (one row per repetition)", summary.runs.head(0), csv=summary.runs),
+        Table(
+            "configurations", "Every configuration's parameters", configurations_frame.head(0),
+            csv=configurations_frame,
+        ),
+    ]
+    return Section("Configurations", text, items)
 
 
 def _figure(name: str, caption: str, figure) -> Figure | None:
