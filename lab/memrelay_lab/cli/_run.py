@@ -54,6 +54,8 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     try:
         experiment = load_experiment(args.file, profile=args.profile)
+        for warning in experiment.warnings:
+            print(f"{PROG}: warning: {warning}", file=sys.stderr)
         runs = plan(experiment)
         if args.dry_run:
             seen = set()

@@ -5,7 +5,16 @@ from ._expand import Configuration, Instance, Run, expand, placement, plan
 from ._hosts import Host, LocalHost, ProcessHandle
 from ._processes import REPO, Binaries, BinaryNotFound, find_binaries
 from ._runner import ExperimentSummary, Interrupted, ResultsExist, default_out_dir, run_experiment
-from ._spec import PARAMETERS, SETTINGS, Experiment, SpecError, describe_parameters, load_experiment, parse_experiment
+from ._spec import (
+    PARAMETERS,
+    SETTINGS,
+    Experiment,
+    SpecError,
+    SpecWarning,
+    describe_parameters,
+    load_experiment,
+    parse_experiment,
+)
 
 __all__ = [
     "PARAMETERS",
@@ -24,6 +33,7 @@ __all__ = [
     "ResultsExist",
     "Run",
     "SpecError",
+    "SpecWarning",
     "default_out_dir",
     "describe_parameters",
     "expand",

@@ -62,6 +62,7 @@ __all__ = [
     "PARAMETERS",
     "SETTINGS",
     "SpecError",
+    "SpecWarning",
     "describe_parameters",
     "load_experiment",
     "parse_experiment",
@@ -69,16 +70,38 @@ __all__ = [
 ]
 
 
-class SpecError(ValueError):
-    """A mistake in an experiment file: where it is (file, line, key) and why it is one."""
+def _where(source: str, line: int | None, column: int | None = None) -> str:
+    if line is None:
+        return source
+    return f"{source}:{line}" if column is None else f"{source}:{line}:{column}"
 
-    def __init__(self, source: str, line: int | None, key: str | None, reason: str):
+
+class SpecError(ValueError):
+    """A mistake in an experiment file: where it is (file, line, column for TOML syntax, key)
+    and why it is one."""
+
+    def __init__(self, source: str, line: int | None, key: str | None, reason: str, column: int | None = None):
         self.source = source
         self.line = line
+        self.column = column
         self.key = key
         self.reason = reason
-        where = source if line is None else f"{source}:{line}"
+        where = _where(source, line, column)
         super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
+
+
+@dataclass(frozen=True)
+class SpecWarning:
+    """A key the design ignores or contradicts, or a setting that weakens the analysis; the
+    experiment still runs. ``str()`` is ``FILE:LINE: KEY: reason``."""
+
+    source: str
+    line: int | None
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{_where(self.source, self.line)}: {self.key}: {self.reason}"
 
 
 # ---------------------------------------------------------------- value checks
@@ -292,6 +315,7 @@ class Experiment:
     source: str
     text: str
     profiles: tuple[str, ...] = ()
+    warnings: tuple[SpecWarning, ...] = ()
     _locator: "_Locator" = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def line_of(self, key: str, block: int | None = None) -> int | None:
@@ -328,11 +352,13 @@ def parse_experiment(
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
+        # Python 3.14 gives lineno/colno; before, they are only in the message "(at line L, column C)".
         message = str(error)
-        match = re.search(r"\(at line (\d+), column \d+\)", message)
-        line = int(match[1]) if match else None
+        match = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        line = getattr(error, "lineno", None) or (int(match[1]) if match else None)
+        column = getattr(error, "colno", None) or (int(match[2]) if match else None)
         reason = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
-        raise SpecError(source, line, None, f"not valid TOML: {reason}") from None
+        raise SpecError(source, line, None, f"not valid TOML: {reason}", column=column) from None
     locator = _Locator(text)
 
     def fail(key: str, reason: str, table: tuple = (), block: int | None = None) -> SpecError:
@@ -376,12 +402,16 @@ def parse_experiment(
             settings[key] = parameter.check(value)
         except ValueError as error:
             raise fail(key, str(error), table) from None
-    if settings["warmup"] + settings["cooldown"] >= settings["test_time"]:
+    # The clients measure in 1 s windows starting on whole seconds of the load; the analysis
+    # keeps the windows inside [warmup, test_time - cooldown]: at least one must fit.
+    keep_from, keep_to = settings["warmup"], settings["test_time"] - settings["cooldown"]
+    if math.floor(keep_to + 1e-9) - math.ceil(keep_from - 1e-9) < WINDOW_S:
         key = "warmup" if raw("warmup")[0] is not REQUIRED else "test_time"
         raise fail(
             key,
-            f"warmup ({settings['warmup']:g} s) + cooldown ({settings['cooldown']:g} s) leave nothing of "
-            f"test_time ({settings['test_time']:g} s) to measure",
+            f"test_time ({settings['test_time']:g} s) - warmup ({settings['warmup']:g} s) - cooldown "
+            f"({settings['cooldown']:g} s) leaves no whole {WINDOW_S} s measurement window (windows start on "
+            f"whole seconds of the load)",
             raw(key)[1],
         )
 
@@ -415,6 +445,9 @@ def parse_experiment(
             continue
         values[key] = _values(key, value, lambda k, r, _t=table: fail(k, r, _t))
 
+    warnings = _warnings(values, combinations, settings, lambda key: _set_at(locator, key, profile, combos_table,
+                                                                             combinations), source)
+
     if profile is None:  # a mistake in any profile is a mistake in the file
         for name in profiles_table:
             parse_experiment(text, source=source, profile=name, default_name=default_name)
@@ -428,8 +461,55 @@ def parse_experiment(
         source=source,
         text=text,
         profiles=tuple(profiles_table),
+        warnings=warnings,
         _locator=locator,
     )
+
+
+WINDOW_S = 1
+
+
+def _set_at(locator: "_Locator", key: str, profile: str | None, combos_table: tuple,
+            combinations: tuple | None) -> int | None:
+    """The line where the file sets `key` (None: left at its default)."""
+    line = locator.find_setting(key, profile, None)
+    if line is not None:
+        return line
+    for index, block in enumerate(combinations or ()):
+        if key in block:
+            return locator.find((*combos_table, "combinations"), key, index)
+    return None
+
+
+def _warnings(values: Mapping[str, tuple], combinations: tuple | None, settings: Mapping[str, Any],
+              line_of: Callable[[str], int | None], source: str) -> tuple[SpecWarning, ...]:
+    """Keys the design sets but never uses, and settings that leave the analysis without intervals."""
+    blocks = combinations or ({},)
+
+    def used(key: str) -> set:
+        return {value for block in blocks for value in block.get(key, values[key])}
+
+    found = []
+
+    def ignored(key: str, reason: str) -> None:
+        line = line_of(key)
+        if line is not None:  # only keys the file sets
+            found.append(SpecWarning(source, line, key, reason))
+
+    if used("middlewares") == {0}:
+        for key in ("workers", "engine", "distribution", "replication", "read_from", "sharded"):
+            ignored(key, "ignored: middlewares = 0 everywhere (the clients talk to the servers directly)")
+    else:
+        if used("engine") == {"evented"}:
+            ignored("workers", 'ignored: engine = "evented" everywhere, and only the pool engine has workers')
+        if used("distribution") == {"all"}:
+            ignored("read_from", 'ignored: distribution = "all" everywhere; read_from needs distribution = "ketama"')
+        if True in used("sharded") and used("multiget") == {1}:
+            ignored("sharded", "ignored: multiget = 1 everywhere, and sharded only splits multi-gets")
+    if settings["repetitions"] == 1:
+        found.append(SpecWarning(source, line_of("repetitions"), "repetitions",
+                                 "repetitions = 1 gives no confidence intervals (at least 2 are needed)"))
+    return tuple(found)
 
 
 def _check_keys(table: dict, where: tuple, fail: Callable, *, allowed: list[str], block: int | None = None) -> None:
