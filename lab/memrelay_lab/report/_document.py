@@ -16,6 +16,8 @@ class Table:
     frame: pd.DataFrame  # as shown
     csv: pd.DataFrame | None = None  # as written (default: frame)
     index: bool = False
+    unit: str | None = None  # unit of the columns whose name tells none (see `_format.unit_of`)
+    units: dict[str, str] = field(default_factory=dict)  # unit per column, overriding names
 
 
 @dataclass

@@ -4,10 +4,12 @@ The unit comes from the column name or row label the number stands under:
 
 - rates (``throughput``, ``*_rate``, ``(req/s)``, ``λ``, ``μ``): thousands separators,
   no decimals from 100 up (``17,530``), one decimal below;
-- times in milliseconds (``*_ms``, ``(ms)``, ``(ms²)``): three fixed decimals (``0.044``,
-  ``12.500``), thousands separators above 1,000;
+- times in milliseconds (``*_ms``, ``(ms)``, ``(ms²)``): three fixed decimals, a resolution
+  of 1 µs (``0.044``, ``12.500``), thousands separators above 1,000;
 - probabilities and fractions (``prob``, ``P(``, ``utilization``, ``ρ``, ``miss_rate``,
   ``error_rate``): four decimals, scientific only below 0.0001 (``3.21e-31``);
+- mean numbers of jobs (``queue_length``, ``jobs``): three fixed decimals; percentages
+  (``percent``): two;
 - counts (integers): thousands separators;
 - anything else: thousands separators from 1,000 up, three decimals from 1, four
   significant digits below (``0.00044``), scientific only below 0.0001.
@@ -33,24 +35,31 @@ NO_INTERVAL = "no interval"
 
 _PROBABILITY = re.compile(r"prob|p\(|utilization|ρ|traffic_intensity|miss_rate|error_rate|fraction|share", re.I)
 _MS = re.compile(r"_ms\b|_ms_|\(ms\)|\(ms²\)|ms²|^ms$|mean_ms|_ms$", re.I)
+_JOBS = re.compile(r"queue.length|jobs|population", re.I)
+_PERCENT = re.compile(r"percent(?!ile)|%", re.I)
 _RATE = re.compile(r"throughput|_rate\b|rate$|\(req/s\)|req/s|λ|μ|per_s", re.I)
 _TINY = 1e-4
 
 
 def unit_of(name: object) -> str:
-    """``probability``, ``ms``, ``rate`` or ``plain`` for a column name or row label."""
+    """``probability``, ``ms``, ``rate``, ``jobs``, ``percent`` or ``plain`` for a column name
+    or row label."""
     text = str(name) if name is not None else ""
+    if _PERCENT.search(text):
+        return "percent"
     if _PROBABILITY.search(text):
         return "probability"
     if _MS.search(text):
         return "ms"
     if _RATE.search(text):
         return "rate"
+    if _JOBS.search(text):
+        return "jobs"
     return "plain"
 
 
-def format_number(value: Any, name: object = None) -> str:
-    """`value` as the report prints it under the column or row `name`."""
+def format_number(value: Any, name: object = None, unit: str | None = None) -> str:
+    """`value` as the report prints it under the column or row `name` (or in `unit`)."""
     if value is None:
         return "–"
     if isinstance(value, (bool, np.bool_)):
@@ -64,12 +73,14 @@ def format_number(value: Any, name: object = None) -> str:
         return "–"
     if math.isinf(number):
         return "∞" if number > 0 else "−∞"
-    unit = unit_of(name)
+    unit = unit or unit_of(name)
     size = abs(number)
     if unit == "rate":
         return f"{number:,.0f}" if size >= 100 else f"{number:,.1f}"
     if unit == "ms":
-        return f"{number:,.3f}" if size >= 1e-3 or number == 0 else f"{number:.2e}"
+        return f"{number:,.3f}"
+    if unit in ("jobs", "percent"):
+        return f"{number:,.3f}" if unit == "jobs" else f"{number:.2f}"
     if unit == "probability":
         return f"{number:.4f}" if size >= _TINY or number == 0 else f"{number:.2e}"
     if number.is_integer() and size < 1e15:

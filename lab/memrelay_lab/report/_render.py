@@ -12,7 +12,6 @@ import html
 import re
 
 import numpy as np
-import pandas as pd
 
 from ._document import Figure, Section, Table
 from ._format import NO_INTERVAL, WIDE_MARK, format_number, unit_of
@@ -22,22 +21,32 @@ __all__ = ["render_html", "render_markdown", "slug"]
 
 FLAG_COLUMNS = ("consistent", "stable")
 FLAG = "NO"
+STABLE_ROW = "Stable"  # the M/M tables' 0/1 row of whether ρ < 1
 
 
-def _cell(value, column: object = None, row_label: object = None) -> str:
+def _cell(value, column: object = None, row_label: object = None, table: Table | None = None) -> str:
     """One table cell: flags as yes/NO, numbers by the unit of their column (or of their row,
-    in tables with metrics as rows)."""
+    in tables with metrics as rows, or the table's own unit)."""
     if isinstance(value, (bool, np.bool_)) and column in FLAG_COLUMNS:
         return "yes" if value else FLAG
-    name = column if unit_of(column) != "plain" or row_label is None else row_label
-    return format_number(value, name)
+    if str(row_label).startswith(STABLE_ROW) and value in (0.0, 1.0):
+        return "yes" if value else FLAG
+    if table is not None and column in table.units:
+        return format_number(value, unit=table.units[column])
+    if unit_of(column) != "plain":
+        return format_number(value, column)
+    if row_label is not None and unit_of(row_label) != "plain":
+        return format_number(value, row_label)
+    return format_number(value, column, unit=table.unit if table is not None else None)
 
 
-def _rows(frame: pd.DataFrame, index: bool) -> tuple[list[str], list[list[str]]]:
+def _rows(item: Table) -> tuple[list[str], list[list[str]]]:
+    frame, index = item.frame, item.index
     header = ([str(frame.index.name or "")] if index else []) + [str(c) for c in frame.columns]
     rows = []
     for label, row in frame.iterrows():
-        cells = [_cell(v, c, label if index else None) for c, v in zip(frame.columns, row.tolist())]
+        row_label = label if index else row.get("metric")  # long tables name the metric in a column
+        cells = [_cell(v, c, row_label, item) for c, v in zip(frame.columns, row.tolist())]
         rows.append(([str(label)] if index else []) + cells)
     return header, rows
 
@@ -116,7 +125,7 @@ def render_html(title: str, sections: list[Section], notes: list[str]) -> str:
 
 
 def _html_table(item: Table) -> str:
-    header, rows = _rows(item.frame, item.index)
+    header, rows = _rows(item)
     out = [f'<div class="scroll"><table><caption>{html.escape(item.caption)} '
            f'<small>(<code>tables/{item.name}.csv</code>)</small></caption>']
     out.append("<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>")
@@ -147,7 +156,7 @@ def render_markdown(title: str, sections: list[Section], notes: list[str]) -> st
             elif item.frame.empty:
                 lines += [f"{item.caption}: `tables/{item.name}.csv`", ""]
             else:
-                header, rows = _rows(item.frame, item.index)
+                header, rows = _rows(item)
                 lines += [f"**{item.caption}** (`tables/{item.name}.csv`)", ""]
                 lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
                 lines.append("|" + "|".join("---" for _ in header) + "|")

@@ -137,6 +137,24 @@ def configurations(summary: ResultsSummary) -> Section:
     return Section("Configurations", text, items)
 
 
+_MM_COMPARED = (
+    ("response time (ms)", "response_ms"),
+    ("waiting time (ms)", "waiting_time_ms"),
+    ("jobs in the queue", "queue_length"),
+    ("jobs in the system", "jobs_in_system"),
+)
+
+
+def _mm_long(comparison: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """One row per configuration and metric: M/M/1, M/M/m and measured side by side."""
+    rows = []
+    for _, row in comparison.iterrows():
+        for label, key in _MM_COMPARED:
+            rows.append({**{c: row[c] for c in columns if c in comparison}, "metric": label,
+                         "M/M/1": row[f"{key}_mm1"], "M/M/m": row[f"{key}_mmm"], "measured": row[f"{key}_measured"]})
+    return pd.DataFrame(rows)
+
+
 def _figure(name: str, caption: str, figure) -> Figure | None:
     if figure is None:
         return None
@@ -284,7 +302,16 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
         "Interactive response-time law",
         text,
         _items(
-            Table("interactive_law", "Interactive law: measured and predicted (ms, requests/s)", frame),
+            Table(
+                "interactive_law",
+                "Interactive law: measured and predicted (ms, requests/s; deviations as fractions)",
+                frame[[c for c in frame.columns if c != "think_time_from" and frame[c].astype(str).nunique() > 1
+                       or c in ("configuration", "throughput", "response_time", "consistent")]],
+                csv=frame,
+                units={"response_time": "ms", "think_time": "ms", "predicted_response_time": "ms",
+                       "predicted_throughput": "rate", "response_time_deviation": "probability",
+                       "throughput_deviation": "probability"},
+            ),
             _figure(
                 "interactive_law",
                 "Interactive law",
@@ -310,16 +337,24 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
     items: list = []
     for label, result in analyses.items():
         name = slug(label.replace("(requests/s)", "").replace("(ms)", "")).replace("-", "_")
+        unit = "ms" if "(ms)" in label else "rate"
+        signs = result.sign_table_frame()
+        # Squares of the response's unit: no unit of their own; percentages with two decimals.
+        variation_units = {"sum_of_squares": "plain", "variation_percent": "percent"}
         items += [
-            Table(f"factorial_{name}_signs", f"Sign table and effects: {label}", result.sign_table_frame(), index=True),
+            Table(f"factorial_{name}_signs", f"Sign table and effects: {label}", signs, index=True,
+                  units={c: unit for c in signs.columns if str(c).startswith("y_")}),
             Table(
-                f"factorial_{name}_variation", f"Allocation of variation: {label}", result.variation_frame(), index=True
+                f"factorial_{name}_variation", f"Allocation of variation: {label}", result.variation_frame(),
+                index=True, unit=unit, units=variation_units,
             ),
             Table(
                 f"factorial_{name}_effects",
                 f"Effects with {summary.level:.0%} confidence intervals: {label}",
                 result.effects_frame(),
                 index=True,
+                unit=unit,
+                units=variation_units,
             ),
         ]
     items += _items(
@@ -379,7 +414,12 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
         "S = middleware response time − queue time, m = worker threads, μ = 1/S per worker (M/M/1: m/S). "
         "ρ ≥ 1: no steady state (n/a)."
     )
-    items.append(Table("mm_comparison", "M/M/1 and M/M/m against measured (seed 000 Table 31; ms)", single.comparison))
+    inputs = [*columns, "arrival_rate", "service_rate_per_worker", "workers", "traffic_intensity", "stable"]
+    inputs = list(dict.fromkeys(c for c in inputs if c in single.comparison))
+    items.append(Table("mm_inputs", "M/M/1 and M/M/m inputs per middleware (λ, μ per worker: requests/s)",
+                       single.comparison[inputs], csv=single.comparison))
+    items.append(Table("mm_comparison", "M/M/1 and M/M/m against measured (seed 000 Table 31)",
+                       _mm_long(single.comparison, columns), csv=single.comparison))
     items.append(Table("mm1", "M/M/1 model (seed 000 Tables 22-25)", single.wide("mm1"), csv=single.mm1, index=True))
     items.append(Table("mmm", "M/M/m model (seed 000 Tables 27-30)", single.wide("mmm"), csv=single.mmm, index=True))
     return Section("Queueing models", text, items)
