@@ -114,6 +114,25 @@ def test_cli_writes_html_markdown_figures_and_csv(report):
         assert f"## {heading}" in markdown
 
 
+def test_the_report_is_readable(report):
+    """Narrow tables, units in the numbers, a warning beside every wide interval."""
+    out, _, _ = report
+    markdown = (out / "report.md").read_text()
+    assert not re.search(r"\de\+\d", markdown)  # never 1.753e+04
+    widths = [line.count(" | ") + 1 for line in markdown.splitlines() if line.startswith("| ")]
+    assert max(widths) <= 12, max(widths)
+    summary = pd.read_csv(out / "tables" / "summary.csv")
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and " ± " in line]
+    # The shared experiment has 2 repetitions per configuration: each of its throughput cells shows
+    # "mean ± half width", marked when the half width is above 10 % of the mean (computed here).
+    for _, row in summary.iterrows():
+        mean, half = row["throughput"], row["throughput_half_width"]
+        cell = f"{mean:,.0f} ± " + (f"{half:,.0f}" if half >= 100 else f"{half:,.1f}")  # rates: 0 decimals from 100
+        expected = cell + (f" ⚠ ±{half / mean:.0%}" if half > 0.10 * mean else "")
+        assert any(f"| {expected} |" in line for line in rows), expected
+    assert "M/M/m model" in markdown and "| metric | clients=2, multiget=1 |" in markdown
+
+
 def test_html_is_self_contained(report):
     out, _, _ = report
     page = (out / "report.html").read_text()

@@ -18,6 +18,7 @@ class Table:
     index: bool = False
     unit: str | None = None  # unit of the columns whose name tells none (see `_format.unit_of`)
     units: dict[str, str] = field(default_factory=dict)  # unit per column, overriding names
+    row_units: dict[str, str] = field(default_factory=dict)  # unit per row label (index tables)
 
 
 @dataclass

@@ -31,6 +31,8 @@ def _cell(value, column: object = None, row_label: object = None, table: Table |
         return "yes" if value else FLAG
     if str(row_label).startswith(STABLE_ROW) and value in (0.0, 1.0):
         return "yes" if value else FLAG
+    if table is not None and row_label is not None and str(row_label) in table.row_units:
+        return format_number(value, unit=table.row_units[str(row_label)])
     if table is not None and column in table.units:
         return format_number(value, unit=table.units[column])
     if unit_of(column) != "plain":

@@ -23,7 +23,7 @@ from ..analysis import (
 )
 from ..results import ResultsSummary, merged_buckets
 from ._document import Figure, Section, Table
-from ._format import CI_TARGET, WIDE_MARK, format_interval
+from ._format import CI_TARGET, WIDE_MARK, format_interval, interval_warning
 from ._render import slug
 
 
@@ -155,6 +155,22 @@ def _mm_long(comparison: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _wide_note(summary: ResultsSummary, measures: Sequence[str]) -> str:
+    """" ⚠ N of M error bars ..." when some plotted intervals are wider than the target."""
+    table, wide, total = summary.table, 0, 0
+    for measure in measures:
+        if measure not in table or f"{measure}_half_width" not in table:
+            continue
+        for mean, half in zip(table[measure], table[f"{measure}_half_width"]):
+            if np.isfinite(mean):
+                total += 1
+                wide += bool(interval_warning(mean, half))
+    if not wide:
+        return ""
+    return (f" {WIDE_MARK} {wide} of these {total} intervals have a half width above {CI_TARGET:.0%} of the mean "
+            "(or none, with one repetition): differences between those points are not established.")
+
+
 def _figure(name: str, caption: str, figure) -> Figure | None:
     if figure is None:
         return None
@@ -173,7 +189,7 @@ def throughput_section(summary: ResultsSummary) -> Section | None:
         "Throughput and response time",
         [
             f"Measured on the clients, against {plots.axis_label(x).lower()}; "
-            f"error bars: {level:.0%} confidence intervals."
+            f"error bars: {level:.0%} confidence intervals." + _wide_note(summary, ("throughput", "response_ms"))
         ],
         _items(
             _figure("throughput", "Throughput", plots.throughput_plot(summary.table, x, by, level)),
@@ -343,7 +359,7 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
         variation_units = {"sum_of_squares": "plain", "variation_percent": "percent"}
         items += [
             Table(f"factorial_{name}_signs", f"Sign table and effects: {label}", signs, index=True,
-                  units={c: unit for c in signs.columns if str(c).startswith("y_")}),
+                  units={c: unit for c in signs.columns if str(c).startswith("y_")}, row_units={"q": unit}),
             Table(
                 f"factorial_{name}_variation", f"Allocation of variation: {label}", result.variation_frame(),
                 index=True, unit=unit, units=variation_units,
