@@ -35,7 +35,7 @@ NO_INTERVAL = "no interval"
 
 _PROBABILITY = re.compile(r"prob|p\(|utilization|ρ|traffic_intensity|miss_rate|error_rate|fraction|share", re.I)
 _MS = re.compile(r"_ms\b|_ms_|\(ms\)|\(ms²\)|ms²|^ms$|mean_ms|_ms$", re.I)
-_JOBS = re.compile(r"queue.length|jobs|population", re.I)
+_JOBS = re.compile(r"queue.length|jobs", re.I)
 _PERCENT = re.compile(r"percent(?!ile)|%", re.I)
 _RATE = re.compile(r"throughput|_rate\b|rate$|\(req/s\)|req/s|λ|μ|per_s", re.I)
 _TINY = 1e-4

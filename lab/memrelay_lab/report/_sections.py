@@ -40,6 +40,7 @@ class _Plots:
 plots = _Plots()
 
 MAX_HISTOGRAM_PANELS = 4
+MAX_WIDE_CONFIGURATIONS = 4
 
 
 def overview(results, summary: ResultsSummary) -> Section:
@@ -411,15 +412,20 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
     ]
     for note in model.notes:
         notes.append(f"MVA model: {note}")
-    wide = model_metric_table(model)
+    # Configurations as columns while they fit a page; past that, one row per configuration and metric.
+    if len(model.comparison) <= MAX_WIDE_CONFIGURATIONS:
+        shown, as_index = model_metric_table(model), True
+    else:
+        long = model.long()
+        shown, as_index = long[[c for c in columns if c in long] + ["metric", "predicted", "measured"]], False
     demand_columns = [*columns, "population"] + [
         "net_thread_ms", "workers_own_ms", "servers_ms", "network_ms", "workers_demand_ms"
     ]
     demands = model.demands[[c for c in demand_columns if c in model.demands]]
     items: list = [
         Table("mva_demands", "Service demands per middleware (ms)", demands),
-        Table("mva_comparison", "MVA predicted against measured (seed 000 Tables 32-33)", wide, csv=comparison,
-              index=True),
+        Table("mva_comparison", "MVA predicted against measured (seed 000 Tables 32-33)", shown, csv=comparison,
+              index=as_index),
     ]
     x = summary.x if summary.x in comparison else None
     if x is not None:
