@@ -40,7 +40,8 @@ the top-level values of the keys it does not set, and the blocks are run one aft
 A profile (``[profile.NAME]``) overrides any key but ``name`` and ``profile``, including
 ``combinations``. A file with a mistake is refused before anything starts with a
 :class:`SpecError` naming the file, the line, the key and the reason (tomllib reports no
-line numbers for valid TOML, so keys are found by scanning the text; see ``_Locator``).
+line numbers for valid TOML, so keys are found by scanning the text; see ``_key_lines``).
+Keys the design sets but never uses give warnings instead (``_spec_warnings``).
 
 Every key, its default and its meaning is in ``PARAMETERS`` (``describe_parameters()``
 prints them); ``memrelay-lab run FILE --dry-run`` shows the expansion without running it.
@@ -56,6 +57,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ._key_lines import KeyLocator
+from ._spec_warnings import SpecWarning, set_at, spec_warnings
 
 __all__ = [
     "Experiment",
@@ -88,20 +92,6 @@ class SpecError(ValueError):
         self.reason = reason
         where = _where(source, line, column)
         super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
-
-
-@dataclass(frozen=True)
-class SpecWarning:
-    """A key the design ignores or contradicts, or a setting that weakens the analysis; the
-    experiment still runs. ``str()`` is ``FILE:LINE: KEY: reason``."""
-
-    source: str
-    line: int | None
-    key: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{_where(self.source, self.line)}: {self.key}: {self.reason}"
 
 
 # ---------------------------------------------------------------- value checks
@@ -234,6 +224,9 @@ def _p(name: str, check: Callable[[Any], Any], default: Any, doc: str, sweepable
 
 
 # Sweepable keys, in the order of the seeds' configuration tables. REQUIRED marks no default.
+# The clients measure in windows of this many seconds, starting on whole seconds of the load.
+WINDOW_S = 1
+
 REQUIRED = object()
 PARAMETERS: dict[str, Parameter] = {
     p.name: p
@@ -316,7 +309,7 @@ class Experiment:
     text: str
     profiles: tuple[str, ...] = ()
     warnings: tuple[SpecWarning, ...] = ()
-    _locator: "_Locator" = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _locator: "KeyLocator" = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def line_of(self, key: str, block: int | None = None) -> int | None:
         """The line that sets ``key`` (in combination ``block`` when given), honouring the profile."""
@@ -359,7 +352,7 @@ def parse_experiment(
         column = getattr(error, "colno", None) or (int(match[2]) if match else None)
         reason = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
         raise SpecError(source, line, None, f"not valid TOML: {reason}", column=column) from None
-    locator = _Locator(text)
+    locator = KeyLocator(text)
 
     def fail(key: str, reason: str, table: tuple = (), block: int | None = None) -> SpecError:
         return SpecError(source, locator.find(table, key, block), key, reason)
@@ -445,8 +438,8 @@ def parse_experiment(
             continue
         values[key] = _values(key, value, lambda k, r, _t=table: fail(k, r, _t))
 
-    warnings = _warnings(values, combinations, settings, lambda key: _set_at(locator, key, profile, combos_table,
-                                                                             combinations), source)
+    warnings = spec_warnings(values, combinations, settings,
+                             lambda key: set_at(locator, key, profile, combos_table, combinations), source)
 
     if profile is None:  # a mistake in any profile is a mistake in the file
         for name in profiles_table:
@@ -464,52 +457,6 @@ def parse_experiment(
         warnings=warnings,
         _locator=locator,
     )
-
-
-WINDOW_S = 1
-
-
-def _set_at(locator: "_Locator", key: str, profile: str | None, combos_table: tuple,
-            combinations: tuple | None) -> int | None:
-    """The line where the file sets `key` (None: left at its default)."""
-    line = locator.find_setting(key, profile, None)
-    if line is not None:
-        return line
-    for index, block in enumerate(combinations or ()):
-        if key in block:
-            return locator.find((*combos_table, "combinations"), key, index)
-    return None
-
-
-def _warnings(values: Mapping[str, tuple], combinations: tuple | None, settings: Mapping[str, Any],
-              line_of: Callable[[str], int | None], source: str) -> tuple[SpecWarning, ...]:
-    """Keys the design sets but never uses, and settings that leave the analysis without intervals."""
-    blocks = combinations or ({},)
-
-    def used(key: str) -> set:
-        return {value for block in blocks for value in block.get(key, values[key])}
-
-    found = []
-
-    def ignored(key: str, reason: str) -> None:
-        line = line_of(key)
-        if line is not None:  # only keys the file sets
-            found.append(SpecWarning(source, line, key, reason))
-
-    if used("middlewares") == {0}:
-        for key in ("workers", "engine", "distribution", "replication", "read_from", "sharded"):
-            ignored(key, "ignored: middlewares = 0 everywhere (the clients talk to the servers directly)")
-    else:
-        if used("engine") == {"evented"}:
-            ignored("workers", 'ignored: engine = "evented" everywhere, and only the pool engine has workers')
-        if used("distribution") == {"all"}:
-            ignored("read_from", 'ignored: distribution = "all" everywhere; read_from needs distribution = "ketama"')
-        if True in used("sharded") and used("multiget") == {1}:
-            ignored("sharded", "ignored: multiget = 1 everywhere, and sharded only splits multi-gets")
-    if settings["repetitions"] == 1:
-        found.append(SpecWarning(source, line_of("repetitions"), "repetitions",
-                                 "repetitions = 1 gives no confidence intervals (at least 2 are needed)"))
-    return tuple(found)
 
 
 def _check_keys(table: dict, where: tuple, fail: Callable, *, allowed: list[str], block: int | None = None) -> None:
@@ -544,132 +491,3 @@ def _values(key: str, value: Any, fail: Callable[[str, str], SpecError]) -> tupl
     if len(set(checked)) != len(checked):
         raise fail(key, f"a value is listed twice: {items!r}")
     return tuple(checked)
-
-
-# ---------------------------------------------------------------- line numbers
-
-
-_KEY_LINE = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=""")
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def _split_dotted(text: str) -> tuple[str, ...]:
-    parts = re.findall(r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'""", text)
-    return tuple(part.strip("\"'") for part in parts)
-
-
-class _Locator:
-    """Finds the line that sets a key by scanning the file text (tomllib gives no positions).
-
-    Tables are paths: () is the top level, ("profile", "quick") is [profile.quick]; the
-    blocks of ``combinations`` (inline tables or [[combinations]]) are numbered.
-    """
-
-    def __init__(self, text: str):
-        self.text = text
-        self.lines: dict[tuple[tuple, str], int] = {}  # (table, key) -> first line
-        self.blocks: dict[tuple[tuple, int, str], int] = {}  # (table, block, key) -> line
-        self.tables: dict[tuple, int] = {}
-        self._scan()
-
-    def _scan(self) -> None:
-        table: tuple = ()
-        array_counts: dict[tuple, int] = {}
-        block: int | None = None
-        lines = self.text.splitlines()
-        offsets = [0]
-        for line in lines:
-            offsets.append(offsets[-1] + len(line) + 1)
-        for number, line in enumerate(lines, start=1):
-            header = _HEADER.match(line)
-            if header and not _KEY_LINE.match(line):
-                path = _split_dotted(header[2])
-                if header[1] == "[[":
-                    block = array_counts.get(path, 0)
-                    array_counts[path] = block + 1
-                    self.blocks.setdefault((path[:-1], block, ""), number)
-                    table = path
-                else:
-                    block = None
-                    table = path
-                self.tables.setdefault(table, number)
-                continue
-            match = _KEY_LINE.match(line)
-            if not match:
-                continue
-            dotted = _split_dotted(match[1])
-            full = table + dotted[:-1]
-            key = dotted[-1]
-            if block is not None:
-                self.blocks.setdefault((table[:-1], block, key), number)
-            else:
-                self.lines.setdefault((full, key), number)
-            if key == "combinations":
-                self._scan_inline_blocks(full, offsets[number - 1] + match.end())
-
-    def _scan_inline_blocks(self, table: tuple, start: int) -> None:
-        """Numbers the inline tables of ``combinations = [ {...}, {...} ]`` and their keys."""
-        text, depth, block, i = self.text, [], -1, start
-        while i < len(text):
-            char = text[i]
-            if char == "#":
-                i = text.find("\n", i)
-                if i < 0:
-                    return
-                continue
-            if char in "\"'":
-                end = text.find(char, i + 1)
-                i = len(text) if end < 0 else end + 1
-                continue
-            if char in "[{":
-                depth.append(char)
-                if depth == ["[", "{"]:
-                    block += 1
-            elif char in "]}":
-                if depth:
-                    depth.pop()
-                if not depth:
-                    return
-            elif depth == ["[", "{"] and (char.isalnum() or char == "_"):
-                match = re.match(r"([A-Za-z0-9_-]+)\s*=", text[i:])
-                if match:
-                    line = text.count("\n", 0, i) + 1
-                    self.blocks.setdefault((table, block, match[1]), line)
-                    i += match.end()
-                    continue
-                while i < len(text) and (text[i].isalnum() or text[i] in "_-"):
-                    i += 1
-                continue
-            elif not depth and not char.isspace():
-                return
-            i += 1
-
-    def find(self, table: tuple, key: str, block: int | None = None) -> int | None:
-        """Line of ``key`` in ``table`` (a block of the combinations when ``block`` is given)."""
-        if block is not None:
-            parent = table[:-1] if table and table[-1] == "combinations" else table
-            for candidate in ((parent, block, key), (parent, block, "")):
-                if candidate in self.blocks:
-                    return self.blocks[candidate]
-            return self.lines.get((parent, "combinations"))
-        if (table, key) in self.lines:
-            return self.lines[(table, key)]
-        if table in self.tables:
-            return self.tables[table]
-        if table:
-            return self.find(table[:-1], table[-1])
-        return None
-
-    def find_setting(self, key: str, profile: str | None, block: int | None) -> int | None:
-        """Line of ``key`` as the experiment uses it: the profile's value wins."""
-        tables = ([("profile", profile)] if profile else []) + [()]
-        if block is not None:
-            for table in tables:
-                if (table, "combinations") in self.lines or any(k[0] == table for k in self.blocks):
-                    line = self.find((*table, "combinations"), key, block)
-                    if line is not None and ((table, block, key) in self.blocks):
-                        return line
-        for table in tables:
-            if (table, key) in self.lines:
-                return self.lines[(table, key)]
-        return None
