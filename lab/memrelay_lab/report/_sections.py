@@ -172,6 +172,13 @@ def _wide_note(summary: ResultsSummary, measures: Sequence[str]) -> str:
             "(or none, with one repetition): differences between those points are not established.")
 
 
+def _with_interval_notes(effects: pd.DataFrame) -> pd.DataFrame:
+    """The effects with a column ``interval`` warning where the half width exceeds the target."""
+    half = (effects["ci_high"] - effects["ci_low"]) / 2
+    notes = [interval_warning(q, h) for q, h in zip(effects["q"], half)]
+    return effects.assign(interval=notes)
+
+
 def _figure(name: str, caption: str, figure) -> Figure | None:
     if figure is None:
         return None
@@ -349,7 +356,8 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
         f"A {reason} with factors {', '.join(plan.factors)} (levels: "
         + "; ".join(f"{f}: {', '.join(map(str, sorted(summary.runs[f].unique())))}" for f in plan.factors)
         + "), additive model, on the clients' measurements (seed 000 §6). The last row of the sign table holds "
-        "the effects q; an effect is significant when its confidence interval excludes 0."
+        "the effects q; an effect is significant when its confidence interval excludes 0. "
+        f"`interval`: {WIDE_MARK} where the interval's half width exceeds {CI_TARGET:.0%} of the effect."
     ]
     items: list = []
     for label, result in analyses.items():
@@ -368,7 +376,7 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
             Table(
                 f"factorial_{name}_effects",
                 f"Effects with {summary.level:.0%} confidence intervals: {label}",
-                result.effects_frame(),
+                _with_interval_notes(result.effects_frame()),
                 index=True,
                 unit=unit,
                 units=variation_units,
