@@ -37,6 +37,11 @@ def test_numbers_follow_their_unit(value, name, text):
     assert format_number(value, name) == text
 
 
+def test_relative_deviations_are_signed_percentages():
+    assert format_number(-9.38e-05, "response_time_deviation", unit="relative") == "-0.01%"
+    assert format_number(0.1234, unit="relative") == "+12.34%"
+
+
 def test_intervals_wider_than_the_target_are_marked():
     assert CI_TARGET == 0.10
     assert format_interval(17530.0, 500.0, "throughput", 3) == "17,530 ± 500"

@@ -10,6 +10,8 @@ The unit comes from the column name or row label the number stands under:
   ``error_rate``): four decimals, scientific only below 0.0001 (``3.21e-31``);
 - mean numbers of jobs (``queue_length``, ``jobs``): three fixed decimals; percentages
   (``percent``): two;
+- relative deviations (unit ``relative``, given by the table): signed percentages
+  (``-0.05%``);
 - counts (integers): thousands separators;
 - anything else: thousands separators from 1,000 up, three decimals from 1, four
   significant digits below (``0.00044``), scientific only below 0.0001.
@@ -79,6 +81,8 @@ def format_number(value: Any, name: object = None, unit: str | None = None) -> s
         return f"{number:,.0f}" if size >= 100 else f"{number:,.1f}"
     if unit == "ms":
         return f"{number:,.3f}"
+    if unit == "relative":  # a fraction shown as a signed percentage: a deviation, an error
+        return f"{100 * number:+.2f}%"
     if unit in ("jobs", "percent"):
         return f"{number:,.3f}" if unit == "jobs" else f"{number:.2f}"
     if unit == "probability":

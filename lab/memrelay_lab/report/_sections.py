@@ -328,13 +328,13 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
         _items(
             Table(
                 "interactive_law",
-                "Interactive law: measured and predicted (ms, requests/s; deviations as fractions)",
+                "Interactive law: measured and predicted (ms, requests/s; deviations relative to the measured)",
                 frame[[c for c in frame.columns if c != "think_time_from" and frame[c].astype(str).nunique() > 1
                        or c in ("configuration", "throughput", "response_time", "consistent")]],
                 csv=frame,
                 units={"response_time": "ms", "think_time": "ms", "predicted_response_time": "ms",
-                       "predicted_throughput": "rate", "response_time_deviation": "probability",
-                       "throughput_deviation": "probability"},
+                       "predicted_throughput": "rate", "response_time_deviation": "relative",
+                       "throughput_deviation": "relative"},
             ),
             _figure(
                 "interactive_law",
