@@ -1,64 +1,94 @@
-"""memrelay-lab: run memrelay experiments and analyse what they measured."""
+"""memrelay-lab: run memrelay experiments and analyse what they measured.
 
-from ._factorial import (
-    FactorialDesignError,
-    FactorialResult,
-    factorial_design,
-    factorial_from_responses,
-    read_factorial_csv,
-)
-from ._interactive import (
-    InteractiveLawCheck,
-    estimate_think_time,
-    interactive_law,
-    interactive_law_frame,
-    think_time_from_law,
-)
-from ._mva import AsymptoticBounds, Center, CenterKind, MVAResult, asymptotic_bounds, bottleneck, mva
-from ._queueing import MM1, MMm, UnstableSystemError, mm1, mmm
-from ._stats import (
-    ConfidenceInterval,
-    combine_latencies,
-    combine_latency_std,
-    confidence_interval_frame,
-    mean_confidence_interval,
-    weighted_mean,
-)
-from ._expand import Configuration, Run, expand, placement, plan
-from ._hdr import HdrHistogram
-from ._hosts import Host, LocalHost
-from ._load import Results, load
-from ._runner import ExperimentSummary, Interrupted, run_experiment
-from ._spec import Experiment, SpecError, load_experiment, parse_experiment
-from ._histograms import Histogram, merged_buckets, merged_client_hdr
-from ._model_builder import (
+Subpackages by stage, each with its public names in its ``__init__``; a stage imports only
+earlier ones (and `theory`, which imports nothing of the lab):
+
+    experiment  spec -> configurations and runs -> processes on a host -> a results folder
+    results     a results folder -> tables, merged histograms, statistics over repetitions
+    theory      confidence intervals, M/M/1, M/M/m, MVA, 2^k r designs, the interactive law
+    analysis    models and tables built from a results summary
+    report      report.html / report.md of a results folder
+    cli         the `memrelay-lab` command
+
+The most used names are re-exported here.
+"""
+
+from .analysis import (
     Demands,
     MMTables,
     NetworkModel,
     NetworkModelError,
+    interactive_law_table,
     measured_demands,
     mm_tables,
-    models_from_results,
+    models_from_summary,
     network_model,
 )
-from ._report import Report, interactive_law_table, write_report
-from ._summary import ResultsSummary, factorial_factors, summarize
+from .experiment import (
+    Configuration,
+    Experiment,
+    ExperimentSummary,
+    Host,
+    Interrupted,
+    LocalHost,
+    Run,
+    SpecError,
+    expand,
+    load_experiment,
+    parse_experiment,
+    placement,
+    plan,
+    run_experiment,
+)
+from .report import Report, write_report
+from .results import HdrHistogram, Histogram, Results, ResultsSummary, load, merged_buckets, merged_client_hdr, summarize
+from .analysis import factorial_factors
+from .theory import (
+    MM1,
+    AsymptoticBounds,
+    Center,
+    CenterKind,
+    ConfidenceInterval,
+    FactorialDesignError,
+    FactorialResult,
+    InteractiveLawCheck,
+    MMm,
+    MVAResult,
+    UnstableSystemError,
+    asymptotic_bounds,
+    bottleneck,
+    combine_latencies,
+    combine_latency_std,
+    confidence_interval_frame,
+    estimate_think_time,
+    factorial_design,
+    factorial_from_responses,
+    interactive_law,
+    interactive_law_frame,
+    mean_confidence_interval,
+    mm1,
+    mmm,
+    mva,
+    read_factorial_csv,
+    think_time_from_law,
+    weighted_mean,
+)
 
 __all__ = [
-    # _stats: means and confidence intervals over repetitions
+    # theory: means and confidence intervals over repetitions
     "ConfidenceInterval",
     "combine_latencies",
     "combine_latency_std",
     "confidence_interval_frame",
     "mean_confidence_interval",
     "weighted_mean",
-    # _queueing: M/M/1 and M/M/m
+    # theory: M/M/1 and M/M/m
     "MM1",
     "MMm",
     "UnstableSystemError",
     "mm1",
     "mmm",
-    # _mva: closed networks of queues
+    # theory: closed networks of queues
     "AsymptoticBounds",
     "Center",
     "CenterKind",
@@ -66,13 +96,13 @@ __all__ = [
     "asymptotic_bounds",
     "bottleneck",
     "mva",
-    # _factorial: 2^k r designs
+    # theory: 2^k r designs
     "FactorialDesignError",
     "FactorialResult",
     "factorial_design",
     "factorial_from_responses",
     "read_factorial_csv",
-    # _interactive: interactive response-time law
+    # theory: interactive response-time law
     "InteractiveLawCheck",
     "estimate_think_time",
     "interactive_law",
@@ -110,7 +140,7 @@ __all__ = [
     "merged_buckets",
     "merged_client_hdr",
     "mm_tables",
-    "models_from_results",
+    "models_from_summary",
     "network_model",
     "summarize",
     "write_report",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import math
 import subprocess
 import sys
@@ -18,9 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memrelay_lab import load, measured_demands, mm_tables, models_from_results, network_model, summarize
-from memrelay_lab._model_builder import NetworkModelError, build_centers
-from report_experiment import quick_results
+from memrelay_lab import load, measured_demands, mm_tables, models_from_summary, network_model, summarize
+from memrelay_lab.analysis import NetworkModelError, build_centers
 
 LAB = [sys.executable, "-m", "memrelay_lab.cli"]
 
@@ -184,12 +184,12 @@ def test_mm1_and_mmm_by_hand():
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return quick_results(tmp_path_factory)
+def results(report_results):
+    return report_results
 
 
 def test_littles_law_holds_on_the_model_outputs(results):
-    network, _ = models_from_results(results)
+    network, _ = models_from_summary(summarize(load(results)))
     summary = summarize(load(results))
     for _, row in network.comparison.iterrows():
         n = row["population"]
@@ -207,7 +207,7 @@ def test_littles_law_holds_on_the_model_outputs(results):
 
 def test_demands_agree_with_the_raw_measurements(results):
     loaded = load(results)
-    network, _ = models_from_results(results)
+    network, _ = models_from_summary(summarize(load(results)))
     runs = loaded.runs
     for _, demand in network.demands.iterrows():
         mine = runs[(runs["clients"] == demand["clients"]) & (runs["multiget"] == demand["multiget"])]
@@ -257,4 +257,7 @@ def test_cli_model_build(results):
     table = subprocess.run([*LAB, "model", "build", str(results), "--variant", "seed", "--format", "table"],
                            capture_output=True, text=True)
     assert table.returncode == 0, table.stderr
-    assert "Bottleneck:" in table.stdout and "M/M/1 and M/M/m" in table.stdout
+    assert ": bottleneck " in table.stdout and "M/M/1 and M/M/m" in table.stdout
+    assert "clients=2, multiget=1, middlewares=2, workers=4" in table.stdout  # headers name their parameters
+    assert max(len(line) for line in table.stdout.splitlines()) <= 100
+    assert not re.search(r"\de[+]", table.stdout)  # no 1.753e+04

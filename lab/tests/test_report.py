@@ -1,4 +1,4 @@
-"""`memrelay-lab report` on a real quick experiment (tests/report_experiment.py).
+"""`memrelay-lab report` on a real quick experiment (the `report_results` fixture of conftest.py).
 
 What the checks compare against: the programs' own outputs (bench JSON counts and
 percentiles, memrelay's summary.json percentiles), scipy's t distribution, sums done here
@@ -31,8 +31,7 @@ from memrelay_lab import (
     merged_client_hdr,
     summarize,
 )
-from memrelay_lab import _plots as plots
-from report_experiment import quick_results
+from memrelay_lab.report import _plots as plots
 
 LAB = [sys.executable, "-m", "memrelay_lab.cli"]
 FIGURES = {
@@ -60,8 +59,8 @@ CHROMIUM_FLAGS = [
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return quick_results(tmp_path_factory)
+def results(report_results):
+    return report_results
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +112,25 @@ def test_cli_writes_html_markdown_figures_and_csv(report):
     for heading in ("Throughput and response time", "Interactive response-time law", "2^k r factorial design",
                     "Queueing models", "Percentiles and histograms", "Values read per second"):
         assert f"## {heading}" in markdown
+
+
+def test_the_report_is_readable(report):
+    """Narrow tables, units in the numbers, a warning beside every wide interval."""
+    out, _, _ = report
+    markdown = (out / "report.md").read_text()
+    assert not re.search(r"\de\+\d", markdown)  # never 1.753e+04
+    widths = [line.count(" | ") + 1 for line in markdown.splitlines() if line.startswith("| ")]
+    assert max(widths) <= 12, max(widths)
+    summary = pd.read_csv(out / "tables" / "summary.csv")
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and " ± " in line]
+    # The shared experiment has 2 repetitions per configuration: each of its throughput cells shows
+    # "mean ± half width", marked when the half width is above 10 % of the mean (computed here).
+    for _, row in summary.iterrows():
+        mean, half = row["throughput"], row["throughput_half_width"]
+        cell = f"{mean:,.0f} ± " + (f"{half:,.0f}" if half >= 100 else f"{half:,.1f}")  # rates: 0 decimals from 100
+        expected = cell + (f" ⚠ ±{half / mean:.0%}" if half > 0.10 * mean else "")
+        assert any(f"| {expected} |" in line for line in rows), expected
+    assert "M/M/m model" in markdown and "| metric | clients=2, multiget=1 |" in markdown
 
 
 def test_html_is_self_contained(report):

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from memrelay_lab import load, parse_experiment, run_experiment
-from memrelay_lab._processes import Binaries, BinaryNotFound, find_binaries, parse_stats
-from memrelay_lab._runner import ResultsExist
+from memrelay_lab.experiment import Binaries, BinaryNotFound, ResultsExist, find_binaries
+from memrelay_lab.results import parse_stats
 
 try:
     BINARIES = find_binaries()

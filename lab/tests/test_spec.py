@@ -100,7 +100,7 @@ def test_bad_value_gives_its_line():
         ("clients_per_thread = [1, 4]", "clients_per_thread = [1, 1]", "clients_per_thread", "listed twice"),
         ("clients_per_thread = [1, 4]", "clients_per_thread = [[1], 4]", "clients_per_thread", "inside a list"),
         ("test_time = 4", "test_time = 0", "test_time", "more than zero"),
-        ("warmup = 1", "warmup = 3", "warmup", "leave nothing"),
+        ("warmup = 1", "warmup = 3", "warmup", "leaves no whole 1 s measurement window"),
     ],
 )
 def test_bad_values(old, new, key, words):
@@ -129,6 +129,65 @@ def test_toml_syntax_error_keeps_the_line():
     error = error_of(text)
     assert error.line == line_of(text, "workers ==")
     assert "not valid TOML" in error.reason
+
+
+def test_toml_syntax_error_names_line_and_column():
+    text = GOOD.replace("workers = 8", "workers == 8")
+    line = line_of(text, "workers ==")
+    column = text.splitlines()[line - 1].index("==") + 2  # 1-based column of the second "="
+    assert str(error_of(text)) == f"x.toml:{line}:{column}: not valid TOML: Invalid value"
+
+
+def test_a_measured_span_without_a_whole_window_is_an_error():
+    text = GOOD.replace("test_time = 4", "test_time = 2.5")
+    assert str(error_of(text)) == (
+        f"x.toml:{line_of(text, 'warmup =')}: warmup: test_time (2.5 s) - warmup (1 s) - cooldown (1 s) leaves "
+        "no whole 1 s measurement window (windows start on whole seconds of the load)"
+    )
+    assert parse_experiment(GOOD.replace("test_time = 4", "test_time = 3"), source="x.toml").warnings == ()
+
+
+def warnings_of(text: str, **kwargs) -> list[str]:
+    return [str(w) for w in parse_experiment(text, source="x.toml", **kwargs).warnings]
+
+
+def test_a_good_file_has_no_warnings():
+    assert warnings_of(GOOD) == []
+
+
+@pytest.mark.parametrize(
+    "old, new, key, reason",
+    [
+        ("middlewares = 1", 'middlewares = 1\nengine = "evented"', "workers",
+         'ignored: engine = "evented" everywhere, and only the pool engine has workers'),
+        ("middlewares = 1", "middlewares = 0", "workers",
+         "ignored: middlewares = 0 everywhere (the clients talk to the servers directly)"),
+        ("middlewares = 1", "middlewares = 1\nsharded = true", "sharded",
+         "ignored: multiget = 1 everywhere, and sharded only splits multi-gets"),
+        ("middlewares = 1", 'middlewares = 1\nread_from = "any-replica"', "read_from",
+         'ignored: distribution = "all" everywhere; read_from needs distribution = "ketama"'),
+        ("repetitions = 2", "repetitions = 1", "repetitions",
+         "repetitions = 1 gives no confidence intervals (at least 2 are needed)"),
+    ],
+)
+def test_ignored_and_weakening_keys_are_named_with_their_line(old, new, key, reason):
+    text = GOOD.replace(old, new)
+    assert warnings_of(text) == [f"x.toml:{line_of(text, key + ' =')}: {key}: {reason}"]
+
+
+def test_keys_that_matter_somewhere_in_the_design_are_not_warned_about():
+    assert warnings_of(GOOD.replace("middlewares = 1", "middlewares = [0, 1]")) == []
+    assert warnings_of(GOOD.replace("middlewares = 1", 'middlewares = 1\nengine = ["pool", "evented"]')) == []
+    assert warnings_of(GOOD.replace("middlewares = 1", "middlewares = 1\nsharded = true\nmultiget = [1, 4]")) == []
+    text = GOOD.replace("middlewares = 1", 'middlewares = 1\ndistribution = "ketama"\nread_from = "any-replica"')
+    assert warnings_of(text) == []
+
+
+def test_the_profile_in_use_decides_the_warnings():
+    line = line_of(GOOD, "repetitions = 1")  # in [profile.quick]
+    assert warnings_of(GOOD, profile="quick") == [
+        f"x.toml:{line}: repetitions: repetitions = 1 gives no confidence intervals (at least 2 are needed)"
+    ]
 
 
 def test_errors_inside_inline_combinations_point_at_the_right_block():
@@ -196,3 +255,16 @@ def test_shipped_experiments_are_valid(path):
         assert sum(run.configuration.test_time for run in runs) <= 300, path
         # Same shape: the quick profile varies the same keys as the full design.
         assert set(quick.swept) <= set(full.swept), path
+
+
+def test_run_prints_the_warnings(tmp_path, capsys):
+    from memrelay_lab.cli import main
+
+    path = tmp_path / "x.toml"
+    path.write_text(GOOD.replace("repetitions = 2", "repetitions = 1"))
+    assert main(["run", str(path), "--dry-run"]) == 0
+    line = line_of(path.read_text(), "repetitions = 1")
+    assert capsys.readouterr().err == (
+        f"memrelay-lab: warning: {path}:{line}: repetitions: repetitions = 1 gives no confidence intervals "
+        "(at least 2 are needed)\n"
+    )

@@ -1,0 +1,103 @@
+"""2^k r factorial analyses of a results folder: which design it is, and the analyses.
+
+`factorial_factors(summary)` finds the design (`FactorialPlan`) or says why there is none;
+`factorial_results(summary)` runs `theory.factorial_design` on the clients' throughput and
+response time of every slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._values import configuration_label
+from ..results import POPULATION, ResultsSummary
+from ..theory import FactorialDesignError, FactorialResult, factorial_design
+
+__all__ = ["FactorialPlan", "factorial_factors", "factorial_results"]
+
+
+@dataclass(frozen=True)
+class FactorialPlan:
+    """How a results folder forms 2^k r designs: the two-level ``factors``, the parameters
+    with more values that split it into separate designs (``slice_by``, e.g. the workload
+    in seed 000 §6, one 2^3 3 design per workload), and each slice's configurations."""
+
+    factors: list[str]
+    slice_by: list[str]
+    slices: list[tuple[dict, list[int]]]  # (slice values, configuration numbers)
+    replications: int
+
+    def describe(self) -> str:
+        design = f"2^{len(self.factors)} {self.replications} design"
+        if self.slice_by:
+            return f"{design} for each {', '.join(self.slice_by)} ({len(self.slices)} designs)"
+        return design
+
+
+MAX_FACTORIAL_SLICES = 6
+
+
+def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, str]:
+    """The 2^k r design(s) of the folder, or None, with the reason.
+
+    Factors are the swept design parameters with exactly two values (population parameters
+    count as one, ``clients``); at least two are needed. Parameters with more values split
+    the folder into slices, each analysed as its own design (at most six slices). Every slice
+    must hold all 2^k level combinations, once each, all with the same number r >= 2 of
+    repetitions (seed 000 §6).
+    """
+    columns = []
+    for parameter in summary.swept:
+        column = "clients" if parameter in POPULATION else parameter
+        if column not in columns:
+            columns.append(column)
+    table = summary.table
+    table = table[np.isfinite(table["throughput"].to_numpy(dtype=float))]
+    levels = {c: table[c].astype(str).nunique() for c in columns}
+    factors = [c for c in columns if levels[c] == 2]
+    slice_by = [c for c in columns if levels[c] > 2]
+    if len(factors) < 2:
+        return None, "fewer than two parameters take exactly two values"
+    groups = list(table.groupby(slice_by, sort=True)) if slice_by else [((), table)]
+    if len(groups) > MAX_FACTORIAL_SLICES:
+        split = ", ".join(slice_by)
+        return None, f"{split} split the folder into {len(groups)} designs (more than {MAX_FACTORIAL_SLICES})"
+    slices = []
+    for key, group in groups:
+        keys = key if isinstance(key, tuple) else (key,)
+        where = dict(zip(slice_by, keys))
+        label = f" for {configuration_label(where)}" if where else ""
+        combinations = group.groupby([group[f].astype(str) for f in factors]).size()
+        if len(combinations) != 2 ** len(factors) or (combinations != 1).any():
+            return None, f"not a 2^k design{label}: some level combinations are missing or confounded"
+        slices.append((where, list(group["configuration"])))
+    repetitions = table["repetitions"]
+    if repetitions.nunique() != 1 or int(repetitions.iloc[0]) < 2:
+        return None, "not a 2^k r design: needs the same number r >= 2 of repetitions everywhere"
+    plan = FactorialPlan(factors, slice_by, slices, int(repetitions.iloc[0]))
+    return plan, plan.describe()
+
+
+RESPONSES = (("throughput", "throughput (requests/s)"), ("response_ms", "response time (ms)"))
+
+
+def factorial_results(summary: ResultsSummary) -> dict[str, FactorialResult]:
+    """2^k r analyses of the clients' throughput and response time, keyed by a label
+    "<response>" or "<response>, <slice>" (empty when the folder is no such design)."""
+    plan, _ = factorial_factors(summary)
+    if plan is None:
+        return {}
+    analyses = {}
+    for where, configurations in plan.slices:
+        runs = summary.runs[summary.runs["configuration"].isin(configurations)]
+        suffix = configuration_label(where, empty="")
+        for response, label in RESPONSES:
+            data = runs[[*plan.factors, response]].dropna()
+            try:
+                result = factorial_design(data, plan.factors, response, level=summary.level)
+            except FactorialDesignError:
+                continue
+            analyses[f"{label}, {suffix}" if suffix else label] = result
+    return analyses

@@ -1,0 +1,46 @@
+"""An experiment from its TOML file to its raw results folder: the spec, its expansion into
+configurations and runs, the processes of one run, the hosts they run on, and the runner."""
+
+from ._expand import Configuration, Instance, Run, expand, placement, plan
+from ._hosts import Host, LocalHost, ProcessHandle
+from ._processes import REPO, Binaries, BinaryNotFound, find_binaries
+from ._runner import ExperimentSummary, Interrupted, ResultsExist, default_out_dir, run_experiment
+from ._spec import (
+    PARAMETERS,
+    SETTINGS,
+    Experiment,
+    SpecError,
+    SpecWarning,
+    describe_parameters,
+    load_experiment,
+    parse_experiment,
+)
+
+__all__ = [
+    "PARAMETERS",
+    "REPO",
+    "SETTINGS",
+    "Binaries",
+    "BinaryNotFound",
+    "Configuration",
+    "Experiment",
+    "ExperimentSummary",
+    "Host",
+    "Instance",
+    "Interrupted",
+    "LocalHost",
+    "ProcessHandle",
+    "ResultsExist",
+    "Run",
+    "SpecError",
+    "SpecWarning",
+    "default_out_dir",
+    "describe_parameters",
+    "expand",
+    "find_binaries",
+    "load_experiment",
+    "parse_experiment",
+    "placement",
+    "plan",
+    "run_experiment",
+]

@@ -1,0 +1,288 @@
+"""One run: start the processes, apply the load, save what they measured, stop them.
+
+`execute_run` goes through the steps of `OneRun` in order:
+
+1. `start_servers`: the memcached servers, each waited for until it listens (free loopback
+   ports);
+2. `start_middlewares`: the middlewares (none for a baseline), each with its own
+   ``--stats-dir``;
+3. `populate`: ``memrelay-bench --populate`` over the key range when the workload reads
+   (seed 000 §1.10), straight to every server when keys live on every server (no middleware,
+   or distribution "all"), through middleware 0 with ketama (so keys land on their
+   replicas; the middleware then also counts these sets);
+4. `apply_load`: save each server's ``stats`` ("before"), start every bench instance at once,
+   wait for them, save ``stats`` again ("after");
+5. `stop`: SIGTERM the middlewares (they write summary.json), then stop the servers.
+
+A failure raises `RunFailed` with the reason; whatever happens, every process the run
+started is stopped and recorded in the run's manifest record.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._expand import Run, placement
+from ._hosts import Host, ProcessHandle
+from ._processes import (
+    Binaries,
+    ProcessFailed,
+    bench_command,
+    log_tail,
+    memcached_command,
+    memrelay_command,
+    populate_command,
+    server_stats,
+    wait_until_listening,
+)
+
+__all__ = ["OneRun", "RunFailed", "execute_run"]
+
+
+class RunFailed(Exception):
+    """One run failed; the reason is the message."""
+
+
+@dataclass
+class _Middleware:
+    handle: ProcessHandle
+    port: int
+    stats_dir: Path
+
+
+@dataclass
+class OneRun:
+    """The state of one run while it executes: its processes, its files, its timeline."""
+
+    run: Run
+    run_dir: Path
+    out: Path
+    record: dict
+    host: Host
+    binaries: Binaries
+    settings: dict[str, Any]
+    ticker: Callable[[float, float], None] = lambda started, test_time: None  # (load started, test time)
+    tick_done: Callable[[], None] = lambda: None
+    handles: list[ProcessHandle] = field(default_factory=list)
+    servers: list[tuple[ProcessHandle, int]] = field(default_factory=list)
+    middlewares: list[_Middleware] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.config = self.run.configuration
+        self.files: dict[str, Any] = {"servers": [], "middlewares": [], "clients": [], "populate": []}
+        self.record["files"] = self.files
+        self.record["processes"] = []
+        self.timeline: dict[str, float] = {}
+        self.record["timeline"] = self.timeline  # wall-clock seconds since the run started, per stage
+
+    # ------------------------------------------------------------ helpers
+
+    def _rel(self, path: Path) -> str:
+        return str(Path(path).relative_to(self.out))
+
+    def _mark(self, stage: str) -> None:
+        self.timeline[stage] = round(time.time() - self.record["started_unix"], 3)
+
+    def _start(self, name: str, argv: list[str]) -> ProcessHandle:
+        handle = self.host.start(name, argv, self.run_dir / f"{name}.log")
+        self.handles.append(handle)
+        return handle
+
+    @property
+    def server_addresses(self) -> list[str]:
+        return [f"{self.host.address}:{port}" for _, port in self.servers]
+
+    @property
+    def middleware_addresses(self) -> list[str]:
+        return [f"{self.host.address}:{m.port}" for m in self.middlewares]
+
+    @property
+    def services(self) -> list[ProcessHandle]:
+        return [h for h, _ in self.servers] + [m.handle for m in self.middlewares]
+
+    # ------------------------------------------------------------ the steps
+
+    def start_servers(self) -> None:
+        for j in range(self.config.servers):
+            port = self.host.free_port()
+            argv = memcached_command(self.binaries.memcached, self.host.address, port,
+                                     self.settings["memcached_memory_mb"], self.settings["memcached_threads"])
+            handle = self._start(f"server-{j}", argv)
+            self.servers.append((handle, port))
+            self.files["servers"].append({"log": self._rel(handle.log_path)})
+        for handle, port in self.servers:
+            wait_until_listening(self.host, handle, port)
+        self._mark("servers_ready")
+
+    def start_middlewares(self) -> None:
+        for k in range(self.config.middlewares):
+            port = self.host.free_port()
+            stats_dir = self.run_dir / f"middleware-{k}"
+            argv = memrelay_command(self.binaries.memrelay, self.config, f"{self.host.address}:{port}",
+                                    self.server_addresses, stats_dir, self.settings["request_log_sample"])
+            handle = self._start(f"middleware-{k}", argv)
+            self.middlewares.append(_Middleware(handle, port, stats_dir))
+            self.files["middlewares"].append({
+                "log": self._rel(handle.log_path),
+                "summary": self._rel(stats_dir / "summary.json"),
+                "windows": self._rel(stats_dir / "windows.jsonl"),
+            })
+        for middleware in self.middlewares:
+            wait_until_listening(self.host, middleware.handle, middleware.port)
+        self._mark("middlewares_ready")
+
+    def populate(self) -> None:
+        if not self.config.populate:
+            return
+        if self.config.middlewares and self.config.distribution == "ketama":
+            targets = [("middleware-0", self.middleware_addresses[0])]
+        else:
+            targets = [(f"server-{j}", address) for j, address in enumerate(self.server_addresses)]
+        populating = []
+        for name, target in targets:
+            json_out = self.run_dir / f"populate-{name}.json"
+            handle = self._start(f"populate-{name}", populate_command(self.binaries.bench, self.config, target,
+                                                                      json_out))
+            populating.append((handle, json_out))
+            self.files["populate"].append(
+                {"target": name, "json": self._rel(json_out), "log": self._rel(handle.log_path)}
+            )
+        timeout = 60.0 + self.config.keys * self.config.value_size / 5e6
+        wait_all(self.host, [h for h, _ in populating], timeout, self.services)
+        for handle, json_out in populating:
+            check_bench(self.host, handle, json_out, 0.0, phase="populate")
+        self._mark("populated")
+
+    def apply_load(self) -> None:
+        self._save_server_stats("before")
+        benches = []
+        for instance in placement(self.config):
+            addresses = self.middleware_addresses if instance.target_kind == "middleware" else self.server_addresses
+            targets = [addresses[t] for t in instance.targets]
+            json_out = self.run_dir / f"{instance.name}.json"
+            argv = bench_command(self.binaries.bench, self.config, targets, self.settings["seed"] + instance.index,
+                                 json_out)
+            handle = self._start(instance.name, argv)
+            benches.append((handle, json_out))
+            self.files["clients"].append({
+                "machine": instance.machine, "instance": instance.instance, "targets": targets,
+                "json": self._rel(json_out), "log": self._rel(handle.log_path),
+            })
+        started = self.record["load_started_unix"] = time.time()
+        self._mark("load_started")
+        test_time = self.config.test_time
+        wait_all(self.host, [h for h, _ in benches], test_time + 30.0, self.services,
+                 ticker=lambda: self.ticker(started, test_time))
+        self.tick_done()
+        self._mark("load_ended")
+        self._save_server_stats("after")
+        totals = [check_bench(self.host, h, json_out, self.settings["max_error_rate"]) for h, json_out in benches]
+        self.record["clients_throughput"] = sum(t.get("ops_per_sec", 0.0) for t in totals)
+
+    def _save_server_stats(self, when: str) -> None:
+        for j, (_, port) in enumerate(self.servers):
+            path = self.run_dir / f"server-{j}.stats-{when}.txt"
+            path.write_text(server_stats(self.host.address, port))
+            self.files["servers"][j][f"stats_{when}"] = self._rel(path)
+
+    def stop(self) -> None:
+        """Middlewares first (they write summary.json on SIGTERM), then the servers."""
+        for middleware in self.middlewares:
+            handle = middleware.handle
+            if self.host.poll(handle) is not None:
+                raise RunFailed(f"{handle.name} exited with status {handle.returncode} during the run "
+                                f"(log: {handle.log_path})")
+            status = self.host.stop(handle, grace=15.0)
+            summary = middleware.stats_dir / "summary.json"
+            if self.host.fetch(summary, summary) is None:
+                raise RunFailed(f"{handle.name} wrote no summary.json (exit status {status}; log: {handle.log_path})")
+        self._mark("middlewares_stopped")
+        # memcached holds nothing worth a graceful exit (its stats are saved), and that exit
+        # takes it most of a second: SIGKILL.
+        for handle, _ in self.servers:
+            self.host.stop(handle, grace=5.0, sig=signal.SIGKILL)
+        self._mark("servers_stopped")
+
+    def stop_everything(self, hurry: bool) -> None:
+        """Stop whatever still runs (all at once; a no-op after `stop`) and record the processes."""
+        self.host.stop_many(self.handles, grace=2.0 if hurry else 5.0)
+        self.record["processes"] = [h.as_dict() for h in self.handles]
+
+
+def execute_run(one: OneRun, interrupted: Callable[[], bool]) -> None:
+    """Start, measure and stop one run; raises RunFailed (the run's processes are stopped)."""
+    one.run_dir.mkdir(parents=True)
+    try:
+        one.start_servers()
+        one.start_middlewares()
+        one.populate()
+        one.apply_load()
+        one.stop()
+    except ProcessFailed as failure:
+        raise RunFailed(str(failure)) from None
+    except OSError as failure:  # a server that stopped answering `stats`, a full disk, ...
+        raise RunFailed(f"{type(failure).__name__}: {failure}") from None
+    finally:
+        one.stop_everything(hurry=interrupted())
+
+
+def wait_all(host: Host, clients: list[ProcessHandle], timeout: float, services: list[ProcessHandle],
+             ticker: Callable[[], None] | None = None) -> None:
+    """Wait for every client to exit while the ``services`` they need stay up.
+
+    Fails fast: a service that exits, or a client that exits non-zero while others still run.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        running = [c for c in clients if host.poll(c) is None]
+        for client in clients:
+            if client.returncode not in (None, 0):
+                raise RunFailed(f"{client.name} exited with status {client.returncode}{log_tail(client.log_path)} "
+                                f"(log: {client.log_path})")
+        if not running:
+            return
+        for service in services:
+            if host.poll(service) is not None:
+                raise RunFailed(f"{service.name} exited with status {service.returncode} while "
+                                f"{running[0].name} was running{log_tail(service.log_path)} (log: {service.log_path})")
+        if time.monotonic() > deadline:
+            raise RunFailed(f"{running[0].name} did not finish within {timeout:.0f} s (log: {running[0].log_path})")
+        if ticker:
+            ticker()
+        host.wait(running[0], 0.2)
+
+
+def check_bench(host: Host, handle: ProcessHandle, json_out: Path, max_error_rate: float,
+                 phase: str = "run") -> dict:
+    """The bench's totals of ``phase``; RunFailed if it failed or saw too many errors."""
+    if host.fetch(json_out, json_out) is None:
+        raise RunFailed(f"{handle.name} wrote no {json_out.name} (exit status {handle.returncode}; "
+                        f"log: {handle.log_path})")
+    try:
+        document = json.loads(json_out.read_text())
+    except (OSError, ValueError) as error:
+        raise RunFailed(f"{handle.name}: unreadable {json_out.name}: {error}") from None
+    if handle.returncode != 0 or document.get("status") != "completed":
+        message = document.get("message") or f"exit status {handle.returncode}"
+        raise RunFailed(f"{handle.name}: {document.get('status')}: {message} (log: {handle.log_path})")
+    totals = (document.get("populate") or {}).get("totals", {}) if phase == "populate" else document.get("totals", {})
+    count, errors = totals.get("count", 0), totals.get("errors", 0)
+    if phase == "populate" and errors:
+        raise RunFailed(f"{handle.name}: {errors} errors while populating (log: {handle.log_path})")
+    if count == 0 and phase == "run":
+        raise RunFailed(f"{handle.name}: no request was answered (log: {handle.log_path})")
+    if errors > max_error_rate * max(count, 1):
+        raise RunFailed(f"{handle.name}: {errors} errors in {count} requests, above max_error_rate "
+                        f"{max_error_rate:g} (first: {_first_error(document)})")
+    return totals
+
+
+def _first_error(document: dict) -> str:
+    first = (document.get("errors") or {}).get("first") or []
+    return first[0].get("message", "?") if first else "?"

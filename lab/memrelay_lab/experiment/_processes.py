@@ -1,0 +1,218 @@
+"""The three programs a run drives: memcached, memrelay and memrelay-bench.
+
+This module knows their command lines, where their binaries are, how to tell one is ready
+(it accepts TCP connections), how to read a memcached server's ``stats``, and their
+versions. It starts nothing itself except through a :class:`~memrelay_lab._hosts.Host`.
+
+Binaries: ``memrelay`` and ``memrelay-bench`` are looked up in ``$MEMRELAY_BIN_DIR`` (the
+Makefile sets it to target/release), then ``<repo>/target/release``, then ``$PATH``;
+``memcached`` on ``$PATH``. A missing one is a :class:`BinaryNotFound` whose message says how
+to build or install it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._expand import Configuration
+from ._hosts import Host, ProcessHandle
+
+__all__ = [
+    "Binaries",
+    "BinaryNotFound",
+    "ProcessFailed",
+    "bench_command",
+    "find_binaries",
+    "log_tail",
+    "memcached_command",
+    "memrelay_command",
+    "populate_command",
+    "program_versions",
+    "server_stats",
+    "wait_until_listening",
+]
+
+REPO = Path(__file__).resolve().parents[3]
+KEY_PREFIX = "memtier-"
+KEY_MINIMUM = 1
+
+
+class BinaryNotFound(RuntimeError):
+    """A program the lab needs is not built or not installed."""
+
+
+class ProcessFailed(RuntimeError):
+    """A process of a run died, never became ready, or reported a failure."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    memcached: str
+    memrelay: str
+    bench: str
+
+
+def find_binaries(bin_dir: str | Path | None = None) -> Binaries:
+    """Locate memcached, memrelay and memrelay-bench (module docstring), or raise BinaryNotFound."""
+    directories = []
+    if bin_dir:
+        directories.append(Path(bin_dir))
+    if os.environ.get("MEMRELAY_BIN_DIR"):
+        directories.append(Path(os.environ["MEMRELAY_BIN_DIR"]))
+    directories.append(REPO / "target" / "release")
+
+    def ours(name: str) -> str:
+        for directory in directories:
+            candidate = directory / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+        found = shutil.which(name)
+        if found:
+            return found
+        where = ", ".join(str(d) for d in directories)
+        raise BinaryNotFound(f"{name} not found (looked in {where} and PATH); build it with `make build`")
+
+    memcached = shutil.which("memcached")
+    if not memcached:
+        raise BinaryNotFound("memcached not found on PATH; install it with `make deps` (or apt-get install memcached)")
+    return Binaries(memcached=memcached, memrelay=ours("memrelay"), bench=ours("memrelay-bench"))
+
+
+def memcached_command(binary: str, address: str, port: int, memory_mb: int, threads: int) -> list[str]:
+    """One memcached server, TCP only (seed 000 ran memcached with one thread)."""
+    argv = [binary, "-l", address, "-p", str(port), "-U", "0", "-m", str(memory_mb), "-t", str(threads)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv += ["-u", "root"]  # memcached refuses to run as root without it
+    return argv
+
+
+def memrelay_command(
+    binary: str, config: Configuration, listen: str, servers: list[str], stats_dir: Path,
+    request_log_sample: int | None = None,
+) -> list[str]:
+    """One middleware of a run, measuring into ``stats_dir`` in 1 s windows."""
+    argv = [binary, "--listen", listen]
+    for server in servers:
+        argv += ["--server", server]
+    argv += ["--engine", config.engine, "--workers", str(config.workers)]
+    if config.sharded:
+        argv.append("--sharded")
+    argv += ["--distribution", config.distribution]
+    if config.distribution == "ketama":
+        argv += ["--replication", config.replication, "--read-from", config.read_from]
+    argv += ["--stats-dir", str(stats_dir), "--stats-window", "1"]
+    if request_log_sample:
+        argv += ["--request-log-sample", str(request_log_sample)]
+    return argv
+
+
+def _key_options(config: Configuration) -> list[str]:
+    return [
+        "--key-prefix", KEY_PREFIX,
+        "--key-minimum", str(KEY_MINIMUM),
+        "--key-maximum", str(KEY_MINIMUM + config.keys - 1),
+        "--data-size", str(config.value_size),
+    ]
+
+
+def bench_command(
+    binary: str, config: Configuration, targets: list[str], seed: int, json_out: Path
+) -> list[str]:
+    """One memtier-like instance: T threads x C virtual clients for the test time."""
+    argv = [binary]
+    for target in targets:
+        argv += ["--server", target]
+    argv += [
+        "--threads", str(config.threads_per_instance),
+        "--clients", str(config.clients_per_thread),
+        "--test-time", f"{config.test_time:g}",
+        "--ratio", config.ratio,
+        "--multiget", str(config.multiget),
+        "--key-pattern", config.key_pattern,
+        "--pipeline", str(config.pipeline),
+        "--seed", str(seed),
+        *_key_options(config),
+        "--json-out", str(json_out),
+        "--quiet",
+    ]
+    return argv
+
+
+def populate_command(binary: str, config: Configuration, target: str, json_out: Path) -> list[str]:
+    """Writes every key of the range once (seed 000 §1.10), through ``target``."""
+    return [
+        binary, "--server", target, "--threads", "1", "--clients", "8", "--populate",
+        *_key_options(config), "--json-out", str(json_out), "--quiet",
+    ]
+
+
+def wait_until_listening(host: Host, handle: ProcessHandle, port: int, timeout: float = 10.0) -> None:
+    """Return once ``handle`` accepts TCP connections on ``port``; ProcessFailed if it dies or times out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = host.poll(handle)
+        if status is not None:
+            raise ProcessFailed(f"{handle.name} exited with status {status} before listening on port {port}"
+                                f"{log_tail(handle.log_path)} (log: {handle.log_path})")
+        try:
+            with socket.create_connection((host.address, port), timeout=0.5):
+                pass
+        except OSError:
+            if time.monotonic() > deadline:
+                raise ProcessFailed(f"{handle.name} did not listen on port {port} within {timeout:g} s "
+                                    f"(log: {handle.log_path})") from None
+            time.sleep(0.02)
+            continue
+        # Someone listens; make sure it is ours (a taken port makes ours exit at once).
+        time.sleep(0.05)
+        status = host.poll(handle)
+        if status is not None:
+            raise ProcessFailed(f"{handle.name} exited with status {status} (port {port} taken?)"
+                                f"{log_tail(handle.log_path)} (log: {handle.log_path})")
+        return
+
+
+def log_tail(path: Path) -> str:
+    """': <last line of the log>', to make a failure message say why; '' when there is none."""
+    try:
+        lines = [line.strip() for line in Path(path).read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1][:200]}" if lines else ""
+
+
+def server_stats(address: str, port: int, timeout: float = 5.0) -> str:
+    """The raw reply of memcached's ``stats`` command (``STAT name value`` lines, then END)."""
+    with socket.create_connection((address, port), timeout=timeout) as connection:
+        connection.sendall(b"stats\r\n")
+        reply = b""
+        while not reply.endswith(b"END\r\n"):
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    return reply.decode("ascii", errors="replace")
+
+
+def program_versions(binaries: Binaries) -> dict[str, str | None]:
+    """The first line of each program's version output (None when it cannot say)."""
+
+    def first_line(argv: list[str]) -> str | None:
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        text = (done.stdout or done.stderr).strip()
+        return text.splitlines()[0] if text else None
+
+    return {
+        "memcached": first_line([binaries.memcached, "-V"]),
+        "memrelay": first_line([binaries.memrelay, "--version"]),
+        "memrelay-bench": first_line([binaries.bench, "--version"]),
+    }

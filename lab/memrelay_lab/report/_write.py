@@ -1,0 +1,125 @@
+"""The report of a results folder: ``report.html``, ``report.md`` and the tables as CSV.
+
+``write_report(results_dir, out_dir, level=0.95)`` loads the folder (`results.load`), reduces
+it to configurations (`results.summarize`), builds every section the data allow (`_sections`)
+and writes, in ``out_dir``
+(default ``<results_dir>/report``):
+
+- ``report.html``: self-contained (figures inlined as base64 PNG, styles inline, no
+  network), with a small inline script that sets ``data-images-loaded="N/M"`` on <body>
+  once the page has loaded (N images decoded of M), which the browser test reads;
+- ``report.md``: the same text and tables in Markdown, figures as ``figures/*.png``;
+- ``tables/*.csv``: every table at full precision.
+
+Sections (each only when the folder's data give it something to show):
+
+1. the runs and the configurations: means over repetitions with Student-t confidence
+   intervals at ``level`` (throughput summed over the bench instances; times combined over
+   middlewares weighted by request count);
+2. throughput and response time against clients (or the swept parameter), one line per
+   value of the other swept parameters, with error bars (seed 000 §2-4);
+3. the time breakdown on the middleware: queue, servers, the rest of the middleware,
+   network (client minus middleware response time);
+4. percentiles from histograms merged over repetitions (never averaged), against the
+   multi-get size, and response-time histograms on both sides (seed 000 §5);
+5. keys read per second against the multi-get size (seed 000 Figure 27);
+6. the interactive response-time law, R = N/X - Z and X = N/(R + Z) beside the measured
+   values, with Z = client-side minus middleware-side response time (or ``think_time_ms``
+   when given, applied to the client-side response time); configurations off by more
+   than ``tolerance`` are flagged;
+7. a 2^k r factorial analysis when the folder is one (`analysis.factorial_factors`) of
+   the clients' throughput and response time (seed 000 Tables 7-10);
+8. the queueing models of `analysis`: the MVA network against the measurements
+   (seed 000 Tables 32-33) and M/M/1, M/M/m (Tables 22-31).
+"""
+
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..results import load, summarize
+from ..theory import DEFAULT_TOLERANCE
+from . import _sections as sections_of
+from ._document import Table
+from ._render import render_html, render_markdown
+
+__all__ = ["Report", "write_report"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What `write_report` wrote and how long it took."""
+
+    out_dir: Path
+    html: Path
+    markdown: Path
+    tables: dict[str, Path]
+    figures: dict[str, Path]
+    sections: tuple[str, ...]
+    notes: tuple[str, ...]
+    elapsed_s: float
+
+
+def write_report(
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    level: float = 0.95,
+    tolerance: float = DEFAULT_TOLERANCE,
+    think_time_ms: float | None = None,
+) -> Report:
+    """Analyse `results_dir` and write report.html, report.md and tables/*.csv."""
+    started = time.perf_counter()
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
+    results_dir = Path(results_dir)
+    out = Path(out_dir) if out_dir is not None else results_dir / "report"
+    results = load(results_dir)
+    summary = summarize(results, level)
+
+    notes = list(summary.notes)
+    sections = [
+        sections_of.overview(results, summary),
+        sections_of.configurations(summary),
+        sections_of.throughput_section(summary),
+        sections_of.breakdown_section(summary),
+        sections_of.percentiles_section(summary),
+        sections_of.keys_section(summary),
+        sections_of.interactive_section(summary, tolerance, think_time_ms),
+        sections_of.factorial_section(summary),
+        sections_of.models_section(summary, notes),
+    ]
+    sections = [s for s in sections if s is not None and (s.items or s.text)]
+    title = f"memrelay-lab report: {results.manifest.get('experiment', {}).get('name', results_dir.name)}"
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tables").mkdir(exist_ok=True)
+    (out / "figures").mkdir(exist_ok=True)
+    tables, figures = {}, {}
+    for section in sections:
+        for item in section.items:
+            if isinstance(item, Table):
+                path = out / "tables" / f"{item.name}.csv"
+                (item.csv if item.csv is not None else item.frame).to_csv(path, index=item.index)
+                tables[item.name] = path
+            else:
+                path = out / "figures" / f"{item.name}.png"
+                path.write_bytes(item.png)
+                figures[item.name] = path
+    html_path = out / "report.html"
+    html_path.write_text(render_html(title, sections, notes), encoding="utf-8")
+    md_path = out / "report.md"
+    md_path.write_text(render_markdown(title, sections, notes), encoding="utf-8")
+    return Report(
+        out_dir=out,
+        html=html_path,
+        markdown=md_path,
+        tables=tables,
+        figures=figures,
+        sections=tuple(s.title for s in sections),
+        notes=tuple(notes),
+        elapsed_s=time.perf_counter() - started,
+    )
