@@ -14,6 +14,7 @@
 //! close) follows mini-redis; limits enforced in the parser follow pelikan.
 
 pub mod compose;
+pub mod fuzzing;
 mod lexer;
 pub mod limits;
 pub mod reply;

@@ -4,37 +4,8 @@
 
 use std::path::Path;
 
-use memrelay_protocol::{parse_request, Expect, Limits, Parse, ReplyParser};
+use memrelay_protocol::fuzzing::{reply as parse_reply_target, request_stream as parse_request_target};
 use proptest::prelude::*;
-
-/// What the parse_request target checks: no panic; a complete request lies within the buffer.
-fn parse_request_target(data: &[u8]) {
-    match parse_request(data, &Limits::default()) {
-        Parse::Complete(request) => assert!(request.consumed <= data.len() && request.data.end <= data.len()),
-        Parse::Invalid(invalid) => assert!(invalid.skip > 0),
-        Parse::Incomplete => {}
-    }
-}
-
-/// What the parse_reply target checks: no panic; resuming over a growing buffer agrees with
-/// parsing it whole.
-fn parse_reply_target(data: &[u8]) {
-    let Some((&selector, data)) = data.split_first() else { return };
-    let expect = [Expect::Values, Expect::Line, Expect::Stats][usize::from(selector % 3)];
-    let whole = ReplyParser::new(expect).parse(data);
-    let mut resumed = ReplyParser::new(expect);
-    let mut last = Parse::Incomplete;
-    for end in 0..=data.len() {
-        last = resumed.parse(&data[..end]);
-        if !matches!(last, Parse::Incomplete) {
-            break;
-        }
-    }
-    if let (Parse::Complete(a), Parse::Complete(b)) = (&whole, &last) {
-        assert_eq!(a.consumed, b.consumed);
-        assert!(a.consumed <= data.len());
-    }
-}
 
 fn replay(target: &str, run: fn(&[u8])) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds").join(target);
