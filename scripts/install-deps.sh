@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs what memrelay's build, tests and lab need and this machine lacks: memcached and
-# twemproxy (nutcracker) from Debian's packages, and the lab's Python virtual environment with
-# pinned packages. Idempotent: does nothing for what is already there.
+# Installs what memrelay's build, tests and lab need and this machine lacks: memcached,
+# twemproxy (nutcracker) and libmemcached-tools from Debian's packages, and the lab's Python
+# virtual environment with pinned packages. Idempotent: does nothing for what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || need_apt+=(nutcracker)
+# libmemcached's conformance suite and tools (memccapable, memcstat, memcping), run by the tests.
+command -v memccapable >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
 if [ "${WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then need_apt+=(chromium); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian's packages"

@@ -99,7 +99,7 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
         }
         "flush_all" => match args {
             [] => {}
-            [delay] => read.number = text(delay)?.parse().map_err(|_| "delay")?,
+            [delay] => read.exptime = text(delay)?.parse().map_err(|_| "delay")?,
             _ => return Err(format!("{} arguments", args.len())),
         },
         other => return Err(format!("memrelay never forwards `{other}`")),

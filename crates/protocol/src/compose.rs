@@ -21,9 +21,11 @@ pub fn request(out: &mut Vec<u8>, request: &Request, buf: &[u8], noreply: bool) 
         c @ (Command::Incr | Command::Decr) => keyed(out, c, key, Some(request.number), noreply),
         Command::Touch => keyed(out, Command::Touch, key, Some(request.exptime), noreply),
         Command::Delete => keyed(out, Command::Delete, key, None::<u64>, noreply),
-        Command::FlushAll => keyless(out, Command::FlushAll, (request.number > 0).then_some(request.number), noreply),
+        Command::FlushAll => {
+            keyless(out, Command::FlushAll, (request.exptime != 0).then_some(request.exptime), noreply)
+        }
         Command::Verbosity => keyless(out, Command::Verbosity, Some(request.number), noreply),
-        c @ (Command::Version | Command::Quit) => keyless(out, c, None, false),
+        c @ (Command::Version | Command::Quit) => keyless(out, c, None::<u64>, false),
         Command::Stats => {
             out.extend_from_slice(b"stats");
             for key in request.keys(buf) {
@@ -89,7 +91,7 @@ pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], number: Option<imp
 }
 
 /// A command without a key: `flush_all [delay]`, `verbosity N`, `version`, `quit`, `stats`.
-pub fn keyless(out: &mut Vec<u8>, command: Command, number: Option<u64>, noreply: bool) {
+pub fn keyless(out: &mut Vec<u8>, command: Command, number: Option<impl Display>, noreply: bool) {
     out.extend_from_slice(command.name().as_bytes());
     if let Some(number) = number {
         let _ = write!(out, " {number}");

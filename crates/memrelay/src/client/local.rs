@@ -13,7 +13,11 @@ use memrelay_protocol::{compose, Command, Request};
 
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::Kind;
-use crate::VERSION;
+
+/// What `version` answers: the memcached protocol version memrelay speaks, then its own. Clients
+/// parse the leading `major.minor.micro` (libmemcached does, and its conformance suite expects
+/// 1.6's answers from a 1.6 server); the suffix says who answered.
+pub(crate) const VERSION_REPLY: &str = concat!("1.6.0-memrelay-", env!("CARGO_PKG_VERSION"));
 
 /// Whether memrelay answers `command` itself.
 pub(crate) fn is_local(command: Command) -> bool {
@@ -55,15 +59,19 @@ impl LocalAnswers {
     pub fn answer(&self, request: &Request, buf: &[u8], queue_length: usize, out: &mut Vec<u8>) {
         match request.command {
             Command::Version => {
-                out.extend_from_slice(b"VERSION memrelay-");
-                out.extend_from_slice(VERSION.as_bytes());
+                out.extend_from_slice(b"VERSION ");
+                out.extend_from_slice(VERSION_REPLY.as_bytes());
                 out.extend_from_slice(b"\r\n");
             }
             Command::Verbosity => out.extend_from_slice(b"OK\r\n"),
-            Command::Stats if request.keys.is_empty() => self.stats(queue_length, out),
-            // memcached answers groups it does not know with an empty list.
-            Command::Stats if &buf[request.keys.clone()] == b"memrelay" => self.stats(queue_length, out),
-            Command::Stats => out.extend_from_slice(compose::END),
+            Command::Stats => match &buf[request.keys.clone()] {
+                b"" | b"memrelay" => self.stats(queue_length, out),
+                b"reset" => out.extend_from_slice(b"RESET\r\n"),
+                // memcached's other groups: not aggregated from the servers yet (an empty list).
+                b"items" | b"slabs" | b"settings" | b"sizes" | b"conns" => out.extend_from_slice(compose::END),
+                // Unknown groups, `stats noreply`: what memcached answers.
+                _ => out.extend_from_slice(b"ERROR\r\n"),
+            },
             _ => out.extend_from_slice(b"ERROR\r\n"),
         }
     }
@@ -73,7 +81,7 @@ impl LocalAnswers {
         compose::stat(out, "pid", std::process::id());
         compose::stat(out, "uptime", self.started.elapsed().as_secs());
         compose::stat(out, "time", unix);
-        compose::stat(out, "version", format_args!("memrelay-{VERSION}"));
+        compose::stat(out, "version", VERSION_REPLY);
         compose::stat(out, "threads", self.threads);
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));

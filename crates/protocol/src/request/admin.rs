@@ -2,38 +2,41 @@
 //! `stats`.
 
 use crate::request::{Args, ErrorReply, Request};
-use crate::{read_u64, Parse};
+use crate::{read_i32, read_u64, Parse};
 
-/// `flush_all [delay] [noreply]`.
+/// `flush_all [delay] [noreply]`: the delay is read as memcached reads it (a signed number; a
+/// negative delay flushes at once), kept in `exptime`.
 pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
     if args.len() > 2 {
         return args.bad(ErrorReply::Error);
     }
     request.noreply = args.noreply_last();
     if args.len() > usize::from(request.noreply) {
-        match args.number(0, read_u64) {
-            Ok(delay) => request.number = delay,
+        match args.number(0, read_i32) {
+            Ok(delay) => request.exptime = delay.into(),
             Err(invalid) => return invalid,
         }
     }
     Parse::Complete(request)
 }
 
-/// `verbosity <level> [noreply]`.
+/// `verbosity <level> [noreply]`: memcached takes any level token (an unreadable one as 0).
 pub(super) fn verbosity(mut request: Request, args: &Args) -> Parse<Request> {
     if args.len() != 1 && args.len() != 2 {
         return args.bad(ErrorReply::Error);
     }
-    match args.number(0, read_u64) {
-        Ok(level) => request.number = level,
-        Err(invalid) => return invalid,
-    }
     request.noreply = args.noreply_last();
+    request.number = read_u64(args.get(0)).unwrap_or(0);
     Parse::Complete(request)
 }
 
-/// `version`, `quit`: nothing after the command.
-pub(super) fn no_arguments(request: Request, args: &Args) -> Parse<Request> {
+/// `version`: memcached ignores anything after it.
+pub(super) fn version(request: Request, _args: &Args) -> Parse<Request> {
+    Parse::Complete(request)
+}
+
+/// `quit`: nothing after the command.
+pub(super) fn quit(request: Request, args: &Args) -> Parse<Request> {
     if !args.is_empty() {
         return args.bad(ErrorReply::Error);
     }

@@ -107,8 +107,9 @@ pub struct Request {
     pub keys: Range<usize>,
     pub key_count: usize,
     pub flags: u32,
+    /// Expiry of a storage command or `touch`; the delay of `flush_all`.
     pub exptime: i64,
-    /// `cas` unique for `cas`; delta for `incr`/`decr`; level for `verbosity`; delay for `flush_all`.
+    /// `cas` unique for `cas`; delta for `incr`/`decr`; level for `verbosity`.
     pub number: u64,
     pub noreply: bool,
     /// The data block of a storage command, without its `\r\n`.
@@ -240,7 +241,8 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
         Command::Touch => keyed::touch(request, &args),
         Command::FlushAll => admin::flush_all(request, &args),
         Command::Verbosity => admin::verbosity(request, &args),
-        Command::Version | Command::Quit => admin::no_arguments(request, &args),
+        Command::Version => admin::version(request, &args),
+        Command::Quit => admin::quit(request, &args),
         Command::Stats => admin::stats(request, &args),
         _ => unreachable!("every command is a family's"),
     }

@@ -1,0 +1,66 @@
+//! Real client tools through memrelay, judged against the same tools on a real memcached:
+//! libmemcached's conformance suite `memccapable -a` (every ASCII test a memcached passes must
+//! pass through memrelay, in every mode), and `memcstat` / `memcping`, which parse `version`.
+//! The tools come from Debian's `libmemcached-tools`, installed by `make deps`.
+//!
+//! Every test is a function of the engine's name and runs once per engine (see `common`).
+
+#[macro_use]
+mod common;
+
+use std::process::{Command, Output};
+
+use common::*;
+
+macro_rules! suite {
+    ($($engine:ident: $name:literal),* $(,)?) => {
+        $(
+            engine_tests!($engine: $name; memccapable_passes_as_on_memcached, libmemcached_tools_work);
+        )*
+
+        #[test]
+        fn every_engine_has_a_suite() {
+            assert_eq!(&[$($name),*][..], ENGINES);
+        }
+    };
+}
+for_each_engine!(suite);
+
+/// Runs a libmemcached tool (bounded by its own timeout option where it has one).
+fn tool(name: &str, args: &[&str]) -> Output {
+    Command::new(name).args(args).output().unwrap_or_else(|e| panic!("{name}: {e} (run `make deps`)"))
+}
+
+/// The names of the tests memccapable's ASCII suite passed against `host:port`.
+fn memccapable_passes(addr: &str) -> Vec<String> {
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let out = tool("memccapable", &["-h", host, "-p", port, "-t", "5", "-a"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .filter(|l| l.trim_end().ends_with("[pass]"))
+        .map(|l| l.replace("[pass]", "").trim().to_string())
+        .collect()
+}
+
+fn memccapable_passes_as_on_memcached(engine: &str) {
+    let reference = Memcached::start();
+    let expected = memccapable_passes(&reference.addr());
+    assert!(expected.len() >= 20, "memccapable ran against memcached: {expected:?}");
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    for mode in [&[][..], &["--sharded"][..], &["--distribution", "ketama", "--replication", "2"][..]] {
+        let relay = Memrelay::start(engine, &refs, mode);
+        assert_eq!(memccapable_passes(&relay.addr()), expected, "memccapable through memrelay {mode:?}");
+    }
+}
+
+fn libmemcached_tools_work(engine: &str) {
+    let server = Memcached::start();
+    let relay = Memrelay::start(engine, &[&server], &[]);
+    let servers = format!("--servers={}", relay.addr());
+    let ping = tool("memcping", &[&servers]);
+    assert!(ping.status.success(), "memcping: {}", String::from_utf8_lossy(&ping.stderr));
+    let stat = tool("memcstat", &[&servers]);
+    let text = String::from_utf8_lossy(&stat.stdout);
+    assert!(stat.status.success() && text.contains("curr_connections"), "memcstat: {text}");
+}
