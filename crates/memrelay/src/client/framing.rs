@@ -10,8 +10,9 @@ use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse, Request};
 pub enum Next {
     /// Nothing whole yet: wait for more bytes.
     Wait,
-    /// Bytes that cannot be a request: the client gets this reply.
-    Invalid(ErrorReply),
+    /// Bytes that cannot be a request: the client gets this reply (none for a `noreply` request,
+    /// as memcached sends none).
+    Invalid(Option<ErrorReply>),
     /// A whole request; its `consumed` bytes are still pending (the caller takes them).
     Request(Request),
 }
@@ -49,7 +50,8 @@ impl Framing {
                 let n = invalid.skip.min(rest.len());
                 self.skip = invalid.skip - n;
                 self.lost = invalid.close;
-                (Next::Invalid(invalid.reply), consumed + n)
+                let reply = (!invalid.silent).then_some(invalid.reply);
+                (Next::Invalid(reply), consumed + n)
             }
             Parse::Complete(request) => {
                 // The request's ranges index `pending` once the skipped bytes are consumed.

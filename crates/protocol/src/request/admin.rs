@@ -1,14 +1,14 @@
 //! Commands about the server rather than a key: `flush_all`, `verbosity`, `version`, `quit`,
 //! `stats`.
 
-use crate::request::{Args, ErrorReply, Request};
+use crate::request::{Args, Request};
 use crate::{read_i32, read_u64, Parse};
 
 /// `flush_all [delay] [noreply]`: the delay is read as memcached reads it (a signed number; a
 /// negative delay flushes at once), kept in `exptime`.
 pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
     if args.len() > 2 {
-        return args.bad(ErrorReply::Error);
+        return args.wrong_count();
     }
     request.noreply = args.noreply_last();
     if args.len() > usize::from(request.noreply) {
@@ -23,7 +23,7 @@ pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
 /// `verbosity <level> [noreply]`: memcached takes any level token (an unreadable one as 0).
 pub(super) fn verbosity(mut request: Request, args: &Args) -> Parse<Request> {
     if args.len() != 1 && args.len() != 2 {
-        return args.bad(ErrorReply::Error);
+        return args.wrong_count();
     }
     request.noreply = args.noreply_last();
     request.number = read_u64(args.get(0)).unwrap_or(0);
@@ -38,7 +38,7 @@ pub(super) fn version(request: Request, _args: &Args) -> Parse<Request> {
 /// `quit`: nothing after the command.
 pub(super) fn quit(request: Request, args: &Args) -> Parse<Request> {
     if !args.is_empty() {
-        return args.bad(ErrorReply::Error);
+        return args.wrong_count();
     }
     Parse::Complete(request)
 }

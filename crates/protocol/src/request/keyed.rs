@@ -8,7 +8,7 @@ use crate::{read_i32, read_u64, Parse};
 /// `delete <key> [0] [noreply]`: the legacy time argument must be 0 (memcached 1.6's rules).
 pub(super) fn delete(mut request: Request, args: &Args) -> Parse<Request> {
     if args.is_empty() || args.len() > 3 {
-        return args.bad(ErrorReply::Error);
+        return args.wrong_count();
     }
     let hold_is_zero = args.len() > 1 && args.get(1) == b"0";
     let valid = match args.len() {
@@ -27,7 +27,7 @@ pub(super) fn delete(mut request: Request, args: &Args) -> Parse<Request> {
 /// memcached ignores it).
 pub(super) fn arithmetic(request: Request, args: &Args) -> Parse<Request> {
     if args.len() != 2 && args.len() != 3 {
-        return args.bad(ErrorReply::Error);
+        return args.wrong_count();
     }
     complete(request, args, |request| {
         request.number =
@@ -40,7 +40,7 @@ pub(super) fn arithmetic(request: Request, args: &Args) -> Parse<Request> {
 /// `touch <key> <exptime> [noreply]`.
 pub(super) fn touch(request: Request, args: &Args) -> Parse<Request> {
     if args.len() != 2 && args.len() != 3 {
-        return args.bad(ErrorReply::Error);
+        return args.wrong_count();
     }
     complete(request, args, |request| {
         request.exptime = args.number(1, read_i32)?.into();

@@ -188,11 +188,14 @@ pub struct Invalid {
     pub skip: usize,
     /// The framing is lost: answer, then close the connection.
     pub close: bool,
+    /// The request asked for `noreply`: as memcached, send no error line for it (an error found
+    /// before the command's arguments are read, such as a wrong count, is still answered).
+    pub silent: bool,
 }
 
 impl Invalid {
     pub(crate) fn line(reply: ErrorReply, line_len: usize) -> Parse<Request> {
-        Parse::Invalid(Invalid { reply, skip: line_len, close: false })
+        Parse::Invalid(Invalid { reply, skip: line_len, close: false, silent: false })
     }
 }
 
@@ -207,13 +210,23 @@ pub const TOO_LARGE: &str = "object too large for cache";
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
     let Some(newline) = find_newline(buf) else {
         if buf.len() > limits.max_line_len {
-            return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: buf.len(), close: true });
+            return Parse::Invalid(Invalid {
+                reply: ErrorReply::Client(LINE_TOO_LONG),
+                skip: buf.len(),
+                close: true,
+                silent: false,
+            });
         }
         return Parse::Incomplete;
     };
     let line_end = newline + 1;
     if newline > limits.max_line_len {
-        return Parse::Invalid(Invalid { reply: ErrorReply::Client(LINE_TOO_LONG), skip: line_end, close: true });
+        return Parse::Invalid(Invalid {
+            reply: ErrorReply::Client(LINE_TOO_LONG),
+            skip: line_end,
+            close: true,
+            silent: false,
+        });
     }
     // memcached reads a line as a C string: a NUL ends it, whatever follows on the line is not
     // read. Reading it the same way keeps memrelay's idea of the request and the server's equal.
@@ -306,9 +319,15 @@ impl<'a> Args<'a> {
         self.at[first]..self.at[last] + self.tokens[last].len()
     }
 
-    /// The line is bad: answer `reply`, skip the line, keep the connection.
+    /// The line is bad: answer `reply` (unless the line ends in `noreply`), skip the line, keep
+    /// the connection.
     pub fn bad(&self, reply: ErrorReply) -> Parse<Request> {
-        Invalid::line(reply, self.line_end)
+        Parse::Invalid(Invalid { reply, skip: self.line_end, close: false, silent: self.noreply_last() })
+    }
+
+    /// The command has the wrong number of arguments: `ERROR`, answered even with `noreply`.
+    pub fn wrong_count(&self) -> Parse<Request> {
+        Invalid::line(ErrorReply::Error, self.line_end)
     }
 
     /// Argument `i` parsed by `parse`, or the bad-format error.

@@ -19,7 +19,7 @@ pub(super) fn parse(mut request: Request, args: &Args, buf: &[u8], limits: &Limi
 fn fields(request: &mut Request, args: &Args) -> Result<usize, Parse<Request>> {
     let fixed = if request.command == Command::Cas { 5 } else { 4 };
     if args.len() != fixed && args.len() != fixed + 1 {
-        return Err(args.bad(ErrorReply::Error));
+        return Err(args.wrong_count());
     }
     request.keys = args.key(0)?;
     request.key_count = 1;
@@ -42,6 +42,7 @@ fn block(mut request: Request, bytes: usize, line_end: usize, buf: &[u8], limits
             reply: ErrorReply::Server(TOO_LARGE),
             skip: line_end.saturating_add(bytes).saturating_add(2),
             close: false,
+            silent: request.noreply,
         });
     }
     let end = line_end + bytes + 2;
@@ -49,7 +50,12 @@ fn block(mut request: Request, bytes: usize, line_end: usize, buf: &[u8], limits
         return Parse::Incomplete;
     }
     if &buf[end - 2..end] != b"\r\n" {
-        return Parse::Invalid(Invalid { reply: ErrorReply::Client(BAD_DATA_CHUNK), skip: end, close: true });
+        return Parse::Invalid(Invalid {
+            reply: ErrorReply::Client(BAD_DATA_CHUNK),
+            skip: end,
+            close: true,
+            silent: request.noreply,
+        });
     }
     request.data = line_end..line_end + bytes;
     request.consumed = end;

@@ -185,7 +185,9 @@ impl Scheduler for EventLoop {
                     let index = self.inflight.alloc();
                     let entry = self.inflight.get_mut(index);
                     entry.client = Some(slot);
-                    reply.write_to(&mut entry.reply);
+                    if let Some(reply) = reply {
+                        reply.write_to(&mut entry.reply);
+                    }
                     entry.done = true;
                     entry.request = None;
                     session.engine.queue.push_back(index);

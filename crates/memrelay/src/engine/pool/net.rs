@@ -164,7 +164,11 @@ impl Scheduler for NetThread {
             }
             match session.next_request(&self.clients.limits, &self.clients.local) {
                 Next::Wait => break,
-                Next::Invalid(reply) => reply.write_to(session.io.output()),
+                Next::Invalid(reply) => {
+                    if let Some(reply) = reply {
+                        reply.write_to(session.io.output());
+                    }
+                }
                 Next::Request(request) if is_local(request.command) => self.answer_locally(slot, &request),
                 Next::Request(request) => {
                     if !self.enqueue(slot, request) {
