@@ -133,23 +133,35 @@ impl Runtime {
     }
 }
 
-/// The listening socket: non-blocking, `SO_REUSEADDR` (a restart can bind while old
-/// connections linger) but not `SO_REUSEPORT` (a second memrelay on the same port fails to start
-/// instead of silently taking half the connections), a backlog for bursts of connections.
-/// `copies` event loops each get a handle on the same socket.
+/// The listening sockets of `copies` event loops: non-blocking, `SO_REUSEADDR` (a restart can
+/// bind while old connections linger), a backlog for bursts. With several loops each gets its own
+/// socket on the address with `SO_REUSEPORT`, so the kernel spreads connections evenly over the
+/// loops. Before that, a plain bind checks that the port is free: a second memrelay on the same
+/// port fails to start instead of silently taking a share of the connections (only a process
+/// binding in the instant between the check and the bind could slip in).
 pub(crate) fn listen(addr: SocketAddr, copies: usize) -> Result<Vec<TcpListener>, Error> {
-    let bind = || -> io::Result<Vec<TcpListener>> {
+    let socket = |reuse_port: bool| -> io::Result<Socket> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
         socket.set_reuse_address(true)?;
+        socket.set_reuse_port(reuse_port)?;
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
-        socket.listen(LISTEN_BACKLOG)?;
-        let mut listeners = Vec::with_capacity(copies);
-        for _ in 1..copies {
-            listeners.push(TcpListener::from_std(socket.try_clone()?.into()));
+        Ok(socket)
+    };
+    let bind = || -> io::Result<Vec<TcpListener>> {
+        if copies == 1 {
+            let only = socket(false)?;
+            only.listen(LISTEN_BACKLOG)?;
+            return Ok(vec![TcpListener::from_std(only.into())]);
         }
-        listeners.push(TcpListener::from_std(socket.into()));
-        Ok(listeners)
+        drop(socket(false)?);
+        (0..copies)
+            .map(|_| {
+                let shared = socket(true)?;
+                shared.listen(LISTEN_BACKLOG)?;
+                Ok(TcpListener::from_std(shared.into()))
+            })
+            .collect()
     };
     bind().map_err(|source| Error::Listen { addr, source })
 }

@@ -2,7 +2,7 @@
 //! clients and one non-blocking connection to every server, shared by all of its clients.
 //!
 //! ```text
-//!  clients ──TCP──▶ loop 1..K (mio; accept from one shared listener, parse, route) ──batched writes──▶ memcached 1..S
+//!  clients ──TCP──▶ loop 1..K (mio; accept via SO_REUSEPORT, parse, route) ──batched writes──▶ memcached 1..S
 //!     ▲                 │  replies matched to requests in order per server connection
 //!     └── replies in ◀──┘  request order per client (a pipelining client may have many in flight)
 //! ```
@@ -40,7 +40,7 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
     let local = runtime.local_answers(threads);
     let mut loops = Vec::with_capacity(threads);
     let mut wakers = Vec::with_capacity(threads);
-    // One listening socket; every loop polls it and accepts what it can.
+    // One listening socket per loop (SO_REUSEPORT, after checking the port is free).
     let listeners = startup::listen(settings.listen.addr, threads)?;
     for (id, listener) in listeners.into_iter().enumerate() {
         let poll = Poll::new().map_err(Error::EventLoopSetup)?;
