@@ -2,8 +2,6 @@
 
 use std::io::Write;
 
-use std::fmt::Display;
-
 use crate::request::{Command, Request};
 
 /// The request as memrelay forwards it to a server: composed from what was parsed, never the
@@ -63,9 +61,11 @@ pub fn storage(
     out.extend_from_slice(command.name().as_bytes());
     out.push(b' ');
     out.extend_from_slice(key);
-    let _ = write!(out, " {flags} {exptime} {}", data.len());
+    number(out, flags);
+    number(out, exptime);
+    number(out, data.len());
     if command == Command::Cas {
-        let _ = write!(out, " {cas_unique}");
+        number(out, cas_unique);
     }
     if noreply {
         out.extend_from_slice(b" noreply");
@@ -77,12 +77,12 @@ pub fn storage(
 
 /// A one-key command with an optional number: `delete k`, `incr k 5`, `touch k 10` (a delta is
 /// unsigned 64-bit, an exptime signed).
-pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], number: Option<impl Display>, noreply: bool) {
+pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], value: Option<impl itoa::Integer>, noreply: bool) {
     out.extend_from_slice(command.name().as_bytes());
     out.push(b' ');
     out.extend_from_slice(key);
-    if let Some(number) = number {
-        let _ = write!(out, " {number}");
+    if let Some(value) = value {
+        number(out, value);
     }
     if noreply {
         out.extend_from_slice(b" noreply");
@@ -91,15 +91,21 @@ pub fn keyed(out: &mut Vec<u8>, command: Command, key: &[u8], number: Option<imp
 }
 
 /// A command without a key: `flush_all [delay]`, `verbosity N`, `version`, `quit`, `stats`.
-pub fn keyless(out: &mut Vec<u8>, command: Command, number: Option<impl Display>, noreply: bool) {
+pub fn keyless(out: &mut Vec<u8>, command: Command, value: Option<impl itoa::Integer>, noreply: bool) {
     out.extend_from_slice(command.name().as_bytes());
-    if let Some(number) = number {
-        let _ = write!(out, " {number}");
+    if let Some(value) = value {
+        number(out, value);
     }
     if noreply {
         out.extend_from_slice(b" noreply");
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// ` <value>` in decimal, without going through `fmt` (this is on every forwarded request).
+fn number(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.push(b' ');
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
 /// `VALUE <key> <flags> <bytes> [<cas>]\r\n<data>\r\n`
