@@ -60,7 +60,7 @@ pub fn forwarded(data: &[u8]) -> Vec<Forwarded> {
 /// back, with memrelay's own parser, as one whole request equal in every field to its source.
 pub fn client_stream(data: &[u8]) {
     run(data, |bytes, sent, input| {
-        let limits = Limits { max_line_len: usize::MAX, ..Limits::default() };
+        let limits = Limits { max_line_len: usize::MAX, max_get_line_len: usize::MAX, ..Limits::default() };
         let Parse::Complete(back) = parse_request(bytes, &limits) else {
             panic!("composed bytes do not parse: {:?}", String::from_utf8_lossy(bytes))
         };

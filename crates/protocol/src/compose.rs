@@ -12,6 +12,18 @@ pub fn request(out: &mut Vec<u8>, request: &Request, buf: &[u8], noreply: bool) 
     let key = request.key(buf);
     match request.command {
         Command::Get | Command::Gets => retrieval(out, request.command, request.keys(buf)),
+        c @ (Command::Gat | Command::Gats) => retrieval_touching(out, c, request.exptime, request.keys(buf)),
+        Command::MetaNoop => out.extend_from_slice(b"mn\r\n"),
+        Command::MetaDebug => {
+            let flags: &[&[u8]] = if request.meta.base64 { &[b"b"] } else { &[] };
+            meta(out, Command::MetaDebug, key, None, flags.iter().copied());
+        }
+        c if c.is_meta() => {
+            let data = (c == Command::MetaSet).then(|| &buf[request.data.clone()]);
+            // Quiet mode is memrelay's to apply: the servers always answer.
+            let flags = request.meta.flag_tokens(buf).filter(|flag| flag[0] != b'q');
+            meta(out, c, key, data, flags)
+        }
         c if c.is_storage() => {
             let data = &buf[request.data.clone()];
             storage(out, c, key, request.flags, request.exptime, data, request.number, noreply)
@@ -36,9 +48,51 @@ pub fn request(out: &mut Vec<u8>, request: &Request, buf: &[u8], noreply: bool) 
     }
 }
 
+/// `<mg|ms|md|ma|me> <key> [<datalen>] <flag>*\r\n[<data>\r\n]`: the data length and block for
+/// `ms` only.
+pub fn meta<'f>(
+    out: &mut Vec<u8>,
+    command: Command,
+    key: &[u8],
+    data: Option<&[u8]>,
+    flags: impl IntoIterator<Item = &'f [u8]>,
+) {
+    out.extend_from_slice(command.name().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(key);
+    if let Some(data) = data {
+        number(out, data.len());
+    }
+    for flag in flags {
+        out.push(b' ');
+        out.extend_from_slice(flag);
+    }
+    out.extend_from_slice(b"\r\n");
+    if let Some(data) = data {
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// `get|gets <key> <key> …\r\n`
 pub fn retrieval<'k>(out: &mut Vec<u8>, command: Command, keys: impl IntoIterator<Item = &'k [u8]>) {
     out.extend_from_slice(command.name().as_bytes());
+    for key in keys {
+        out.push(b' ');
+        out.extend_from_slice(key);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `gat|gats <exptime> <key> <key> …\r\n`
+pub fn retrieval_touching<'k>(
+    out: &mut Vec<u8>,
+    command: Command,
+    exptime: i64,
+    keys: impl IntoIterator<Item = &'k [u8]>,
+) {
+    out.extend_from_slice(command.name().as_bytes());
+    number(out, exptime);
     for key in keys {
         out.push(b' ');
         out.extend_from_slice(key);

@@ -6,7 +6,7 @@ use crate::{parse_request, Expect, Limits, Parse, ReplyParser};
 /// Parses `data` as a stream of requests: no panic, everything reported consumed lies inside the
 /// buffer, and the walk ends.
 pub fn request_stream(data: &[u8]) {
-    let limits = Limits { max_value_len: 4096, max_line_len: 1024 };
+    let limits = Limits { max_value_len: 4096, max_line_len: 1024, max_get_line_len: 4096 };
     let mut offset = 0;
     while offset < data.len() {
         match parse_request(&data[offset..], &limits) {

@@ -48,6 +48,9 @@ pub enum Expect {
     Line,
     /// `STAT` lines then `END`.
     Stats,
+    /// A meta reply: a two-letter code and flags (`HD`, `EN`, `NF`, `NS`, `EX`, `ME`, `MN`), or
+    /// `VA <size> <flags>*` and a data block.
+    Meta,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,16 @@ pub enum Status {
     /// The new value after incr/decr.
     Number,
     Version,
+    /// Meta `HD`: done (stored, deleted, found without a value).
+    Done,
+    /// Meta `VA`: a value follows.
+    Value,
+    /// Meta `EN`: a miss.
+    Miss,
+    /// Meta `ME`: a debug line.
+    Debug,
+    /// Meta `MN`.
+    Noop,
     Error,
     ClientError,
     ServerError,
@@ -81,6 +94,10 @@ impl Status {
                 | Status::Ok
                 | Status::Number
                 | Status::Version
+                | Status::Done
+                | Status::Value
+                | Status::Debug
+                | Status::Noop
         )
     }
 
@@ -148,6 +165,9 @@ impl ReplyParser {
             let after_line = pos + newline + 1;
             let first = pos == 0;
 
+            if self.expect == Expect::Meta {
+                return self.meta(buf, line, after_line);
+            }
             if line == b"END" && self.expect != Expect::Line {
                 return Parse::Complete(Reply {
                     status: Status::End,
@@ -191,6 +211,58 @@ impl ReplyParser {
             };
             return Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number });
         }
+    }
+}
+
+impl ReplyParser {
+    /// A meta reply whose first line is `line`, `after_line` bytes into `buf`.
+    fn meta(&self, buf: &[u8], line: &[u8], after_line: usize) -> Parse<Reply, ReplyError> {
+        let single = |status| {
+            Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number: 0 })
+        };
+        let mut fields = tokens(line).map(|(_, t)| t);
+        let status = match fields.next().unwrap_or_default() {
+            b"VA" => {
+                let end = fields
+                    .next()
+                    .and_then(parse_u64)
+                    .and_then(|bytes| usize::try_from(bytes).ok())
+                    .filter(|&bytes| bytes <= self.max_value_len)
+                    .and_then(|bytes| after_line.checked_add(bytes)?.checked_add(2));
+                let Some(end) = end else {
+                    return Parse::Invalid(ReplyError::BadValueHeader);
+                };
+                if buf.len() < end {
+                    return Parse::Incomplete;
+                }
+                if &buf[end - 2..end] != b"\r\n" {
+                    return Parse::Invalid(ReplyError::BadDataBlock);
+                }
+                return Parse::Complete(Reply {
+                    status: Status::Value,
+                    consumed: end,
+                    body_end: line.len(),
+                    items: 1,
+                    number: 0,
+                });
+            }
+            b"HD" => Status::Done,
+            b"EN" => Status::Miss,
+            b"NF" => Status::NotFound,
+            b"NS" => Status::NotStored,
+            b"EX" => Status::Exists,
+            b"ME" => Status::Debug,
+            b"MN" => Status::Noop,
+            _ => match classify_line(line, Expect::Meta) {
+                Some((status, _)) => status,
+                None => return Parse::Invalid(ReplyError::Unexpected),
+            },
+        };
+        let mut reply = single(status);
+        if let Parse::Complete(r) = &mut reply {
+            r.items = u32::from(matches!(status, Status::Done | Status::Debug));
+        }
+        reply
     }
 }
 
@@ -318,6 +390,28 @@ mod tests {
         let (key, len) = value_block(&body[16..]).unwrap();
         assert_eq!((&body[16..][key], len), (&b"bcd"[..], body.len() - 16));
         assert_eq!(value_block(b""), None);
+    }
+
+    #[test]
+    fn meta_replies() {
+        for (bytes, status, items) in [
+            (&b"VA 2 f5 Oab\r\nhi\r\n"[..], Status::Value, 1),
+            (b"HD c77 kfoo\r\n", Status::Done, 1),
+            (b"EN\r\n", Status::Miss, 0),
+            (b"NF Oab\r\n", Status::NotFound, 0),
+            (b"NS\r\n", Status::NotStored, 0),
+            (b"EX\r\n", Status::Exists, 0),
+            (b"ME k exp=-1 la=1 cas=2 fetch=no cls=1 size=63\r\n", Status::Debug, 1),
+            (b"MN\r\n", Status::Noop, 0),
+            (b"CLIENT_ERROR bad command line format\r\n", Status::ClientError, 0),
+        ] {
+            let Parse::Complete(reply) = parse_all(Expect::Meta, bytes) else { panic!("{bytes:?}") };
+            assert_eq!((reply.status, reply.items, reply.consumed), (status, items, bytes.len()));
+        }
+        assert_eq!(parse_all(Expect::Meta, b"VA 5 f1\r\nhi"), Parse::Incomplete);
+        assert_eq!(parse_all(Expect::Meta, b"VA x\r\n"), Parse::Invalid(ReplyError::BadValueHeader));
+        assert_eq!(parse_all(Expect::Meta, b"VA 1\r\nxyz\r\n"), Parse::Invalid(ReplyError::BadDataBlock));
+        assert_eq!(parse_all(Expect::Meta, b"STORED\r\n"), Parse::Invalid(ReplyError::Unexpected));
     }
 
     #[test]

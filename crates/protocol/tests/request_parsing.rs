@@ -164,7 +164,12 @@ fn numbers_and_extra_tokens_as_memcached_reads_them() {
 #[test]
 fn too_large_value_is_skipped() {
     let limits = Limits { max_value_len: 10, ..Limits::default() };
+    // A set is refused with its key (memcached then removes the old value)...
     let line = b"set k 0 0 11\r\n";
+    let Parse::Complete(refused) = parse_request(line, &limits) else { panic!() };
+    assert_eq!((refused.command, refused.too_large, refused.consumed), (Command::Set, Some(13), line.len()));
+    // ... the other storage commands are answered and skipped.
+    let line = b"add k 0 0 11\r\n";
     let Parse::Invalid(bad) = parse_request(line, &limits) else { panic!() };
     assert_eq!(bad.reply, ErrorReply::Server(TOO_LARGE));
     assert_eq!(bad.skip, line.len() + 11 + 2);
@@ -172,10 +177,10 @@ fn too_large_value_is_skipped() {
 }
 
 #[test]
-fn wrong_data_length_closes() {
+fn wrong_data_length_is_answered_and_skipped_as_memcached_does() {
     let bad = invalid(b"set k 0 0 3\r\nabcd\r\n");
     assert_eq!(bad.reply, ErrorReply::Client("bad data chunk"));
-    assert!(bad.close);
+    assert_eq!((bad.skip, bad.close), (18, false));
 }
 
 #[test]
@@ -184,6 +189,12 @@ fn endless_line_closes() {
     let Parse::Invalid(bad) = parse_request(&[b'a'; 101], &limits) else { panic!() };
     assert!(bad.close);
     assert_eq!(parse_request(&[b'a'; 100], &limits), Parse::Incomplete);
+    // A get line may be longer (memcached does not bound it).
+    let mut get = b"get ".to_vec();
+    get.resize(5000, b'k');
+    assert_eq!(parse_request(&get, &Limits::default()), Parse::Incomplete);
+    get[..4].copy_from_slice(b"gat ");
+    assert!(matches!(parse_request(&get, &Limits::default()), Parse::Invalid(Invalid { close: true, .. })));
 }
 
 /// A request in owned form, to compare what was composed with what was parsed.
@@ -296,7 +307,7 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
-        let small = Limits { max_value_len: 100, max_line_len: 200 };
+        let small = Limits { max_value_len: 100, max_line_len: 200, max_get_line_len: 200 };
         if let Parse::Complete(r) = parse_request(&bytes, &small) {
             prop_assert!(r.consumed <= bytes.len());
         }

@@ -54,6 +54,8 @@ impl Framing {
                 (Next::Invalid(reply), consumed + n)
             }
             Parse::Complete(request) => {
+                // A refused value's data block follows the request's line: skip it as it comes.
+                self.skip = request.too_large.unwrap_or(0);
                 // The request's ranges index `pending` once the skipped bytes are consumed.
                 (Next::Request(request), consumed)
             }

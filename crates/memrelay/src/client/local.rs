@@ -19,9 +19,19 @@ use crate::measure::metrics::Kind;
 /// 1.6's answers from a 1.6 server); the suffix says who answered.
 pub(crate) const VERSION_REPLY: &str = concat!("1.6.0-memrelay-", env!("CARGO_PKG_VERSION"));
 
-/// Whether memrelay answers `command` itself.
-pub(crate) fn is_local(command: Command) -> bool {
-    matches!(command, Command::Version | Command::Verbosity | Command::Stats | Command::Quit)
+/// memcached's `stats` groups memrelay gathers from every server (`relay::stats`); it answers
+/// the others itself.
+pub(crate) const SERVER_STATS_GROUPS: [&[u8]; 4] = [b"items", b"slabs", b"sizes", b"settings"];
+
+/// Whether memrelay answers `request` itself.
+pub(crate) fn is_local(request: &Request, buf: &[u8]) -> bool {
+    match request.command {
+        Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => true,
+        Command::Stats => !SERVER_STATS_GROUPS.contains(&&buf[request.keys.clone()]),
+        // `gat <exptime>` without keys.
+        Command::Gat | Command::Gats => request.key_count == 0,
+        _ => false,
+    }
 }
 
 #[derive(Clone)]
@@ -64,11 +74,13 @@ impl LocalAnswers {
                 out.extend_from_slice(b"\r\n");
             }
             Command::Verbosity => out.extend_from_slice(b"OK\r\n"),
+            Command::MetaNoop => out.extend_from_slice(b"MN\r\n"),
+            Command::Gat | Command::Gats => out.extend_from_slice(compose::END),
             Command::Stats => match &buf[request.keys.clone()] {
                 b"" | b"memrelay" => self.stats(queue_length, out),
                 b"reset" => out.extend_from_slice(b"RESET\r\n"),
-                // memcached's other groups: not aggregated from the servers yet (an empty list).
-                b"items" | b"slabs" | b"settings" | b"sizes" | b"conns" => out.extend_from_slice(compose::END),
+                // memrelay's connections are not memcached's: an empty list.
+                b"conns" => out.extend_from_slice(compose::END),
                 // Unknown groups, `stats noreply`: what memcached answers.
                 _ => out.extend_from_slice(b"ERROR\r\n"),
             },

@@ -37,9 +37,10 @@ impl Kind {
 /// The kind a request is counted as.
 pub fn kind_of(request: &Request) -> Kind {
     match request.command {
-        Command::Get | Command::Gets if request.key_count > 1 => Kind::MultiGet,
-        Command::Get | Command::Gets => Kind::Get,
-        c if c.is_storage() => Kind::Set,
+        c if c.is_retrieval() && request.key_count > 1 => Kind::MultiGet,
+        c if c.is_retrieval() => Kind::Get,
+        Command::MetaGet => Kind::Get,
+        c if c.is_storage() || c == Command::MetaSet => Kind::Set,
         _ => Kind::Other,
     }
 }

@@ -2,12 +2,16 @@
 //! answered, for both engines. A replicated request relays the first failure in target order or
 //! else the first success ([`pick_reply`]); a split multi-get relays a failing target's error or
 //! else merges the `VALUE` blocks back into key order with one `END` ([`coalesce`]); a failed
-//! exchange becomes `SERVER_ERROR <reason> (<server>)`; `noreply` requests get nothing.
+//! exchange becomes `SERVER_ERROR <reason> (<server>)`; a touching read the primary answered
+//! first relays the primary's answer; `stats` groups are gathered ([`super::stats`]); a refused
+//! value is answered `SERVER_ERROR object too large for cache`; `noreply` requests get nothing,
+//! and quiet meta requests nothing but what quiet mode still sends.
 
 use std::io::Write;
 use std::net::SocketAddr;
 
-use memrelay_protocol::{compose, value_block, Reply, Request, Status};
+use memrelay_protocol::request::TOO_LARGE;
+use memrelay_protocol::{compose, value_block, Command, ErrorReply, Reply, Request, Status};
 
 use crate::measure::metrics::Outcome;
 use crate::relay::failure::{pick_reply, Failure};
@@ -54,15 +58,33 @@ impl Finished<'_> {
                 Answer::Replied(reply, _) => Ok(reply.status),
                 Answer::Failed(failure) => Err(failure),
             });
-            pick_reply(statuses).map(|(i, _)| i)
+            if self.plan == Plan::PrimaryFirst && is_touching_read(self.request.command) {
+                // The replicas were only touched: the primary's answer is the reply.
+                Some(0)
+            } else {
+                pick_reply(statuses).map(|(i, _)| i)
+            }
         };
+        let mut status = None;
         match chosen.map(|i| (i, answer(i))) {
+            Some((_, Answer::Replied(reply, _))) if self.request.command == Command::Stats && reply.status == Status::End => {
+                // Every server answered its list: one list of them all.
+                let bodies = (0..self.targets.len()).filter_map(|i| match answer(i) {
+                    Answer::Replied(reply, bytes) => Some(&bytes[..reply.body_end]),
+                    Answer::Failed(_) => None,
+                });
+                super::stats::gather(self.request.key(self.input), bodies, out);
+            }
             Some((_, Answer::Replied(reply, bytes))) => {
+                status = Some(reply.status);
                 out.extend_from_slice(&bytes[..reply.consumed]);
                 outcome.error = reply.status.is_error();
                 if self.request.command.is_retrieval() && reply.status == Status::End {
                     outcome.hits = reply.items;
                     outcome.misses = keys.saturating_sub(reply.items);
+                } else if self.request.command == Command::MetaGet {
+                    outcome.hits = u32::from(matches!(reply.status, Status::Value | Status::Done));
+                    outcome.misses = u32::from(reply.status == Status::Miss);
                 }
             }
             Some((i, Answer::Failed(failure))) => {
@@ -87,10 +109,31 @@ impl Finished<'_> {
             }
             None => {}
         }
-        if self.request.noreply {
+        if self.request.too_large.is_some() {
+            // The servers were asked to remove the old value; the reply is the refusal.
+            out.clear();
+            ErrorReply::Server(TOO_LARGE).write_to(out);
+            outcome.error = true;
+        }
+        if self.request.noreply || status.is_some_and(|s| self.request.quiet_drops(s)) {
             out.clear();
         }
         outcome
+    }
+}
+
+/// Reads whose copies only touched the replicas (`gat`, `gats`, `mg` with `T`).
+fn is_touching_read(command: Command) -> bool {
+    matches!(command, Command::Gat | Command::Gats | Command::MetaGet)
+}
+
+/// Whether the primary did what a [`Plan::PrimaryFirst`] request asked, so the copies follow: a
+/// value stored, an item found, a meta command done.
+pub(crate) fn primary_took(reply: &Reply) -> bool {
+    match reply.status {
+        Status::Stored | Status::Done | Status::Value => true,
+        Status::End => reply.items > 0,
+        _ => false,
     }
 }
 

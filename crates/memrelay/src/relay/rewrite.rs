@@ -4,10 +4,12 @@
 //! a NUL, over-long lines, signs in numbers) can make a server see a different request, or two,
 //! and shift replies onto other clients sharing the connection.
 //!
-//! On top of that: `noreply` is always removed (the servers must answer so the connection stays
-//! in step and the client's next request sees the write), a split multi-get becomes one sub-get
-//! per server, and a `cas` that the primary stored is copied to the other replicas as a plain
-//! `set` (the token means nothing there).
+//! On top of that: `noreply` and quiet mode (`q`) are always removed (the servers must answer so
+//! the connection stays in step and the client's next request sees the write; memrelay drops
+//! the replies the client did not ask for), a split multi-get becomes one sub-get per server, a
+//! `set` or `ms` whose value was too large becomes a delete of the key (memcached removes the old
+//! value), and a request the key's primary answered first is copied to the other replicas in a
+//! form that means the same there ([`Outgoing::compose_copy`]).
 
 use memrelay_protocol::{compose, Command, Expect, Request};
 
@@ -19,7 +21,7 @@ pub(crate) struct Outgoing<'a> {
     /// The request's bytes as they arrived (its ranges index them).
     pub input: &'a [u8],
     pub plan: Plan,
-    /// The copies of a stored `cas` are under way.
+    /// The primary has answered and the copies to the other replicas are under way.
     pub copying: bool,
     /// For a split: the server of each key.
     pub key_owner: &'a [usize],
@@ -29,24 +31,67 @@ impl Outgoing<'_> {
     /// Appends the bytes for `server` to `out`.
     pub fn compose_for(&self, server: usize, out: &mut Vec<u8>) {
         let request = self.request;
-        if self.copying {
-            let data = &self.input[request.data.clone()];
-            let key = request.key(self.input);
-            compose::storage(out, Command::Set, key, request.flags, request.exptime, data, 0, false);
+        let key = request.key(self.input);
+        if request.too_large.is_some() {
+            match request.command {
+                Command::MetaSet => {
+                    let flags: &[&[u8]] = if request.meta.base64 { &[b"b"] } else { &[] };
+                    compose::meta(out, Command::MetaDelete, key, None, flags.iter().copied());
+                }
+                _ => compose::keyed(out, Command::Delete, key, None::<u64>, false),
+            }
+        } else if self.copying {
+            self.compose_copy(out);
         } else if self.plan == Plan::Split {
             let keys = request.keys(self.input).zip(self.key_owner).filter(|(_, &owner)| owner == server);
-            compose::retrieval(out, request.command, keys.map(|(key, _)| key));
+            let keys = keys.map(|(key, _)| key);
+            match request.command {
+                c @ (Command::Gat | Command::Gats) => compose::retrieval_touching(out, c, request.exptime, keys),
+                c => compose::retrieval(out, c, keys),
+            }
         } else {
             compose::request(out, request, self.input, false);
         }
     }
 
+    /// What the other replicas get once the primary has answered: a `cas` becomes a `set` (the
+    /// token means nothing there), a touching read a `touch`, and a meta command keeps only the
+    /// flags that change the item (no cas to compare, nothing to return).
+    fn compose_copy(&self, out: &mut Vec<u8>) {
+        let (request, input) = (self.request, self.input);
+        let key = request.key(input);
+        let keep: &[u8] = match request.command {
+            Command::Cas => {
+                let data = &input[request.data.clone()];
+                compose::storage(out, Command::Set, key, request.flags, request.exptime, data, 0, false);
+                return;
+            }
+            Command::Gat | Command::Gats => {
+                compose::keyed(out, Command::Touch, key, Some(request.exptime), false);
+                return;
+            }
+            Command::MetaGet => b"bT",
+            Command::MetaSet => b"bFTM",
+            Command::MetaDelete => b"bIT",
+            Command::MetaArithmetic => b"bNJDTM",
+            other => unreachable!("{} is never copied", other.name()),
+        };
+        // A compare-and-set in set or replace mode is a plain set on the copies (as `cas`).
+        let plain_set = request.command == Command::MetaSet && matches!(request.meta.mode, 0 | b'S' | b'R');
+        let flags = request
+            .meta
+            .flag_tokens(input)
+            .filter(|flag| keep.contains(&flag[0]) && !(plain_set && flag[0] == b'M'));
+        let data = (request.command == Command::MetaSet).then(|| &input[request.data.clone()]);
+        compose::meta(out, request.command, key, data, flags);
+    }
+
     /// The shape of the reply the target sends.
     pub fn expect(&self) -> Expect {
-        if self.copying {
-            Expect::Line
-        } else {
-            expect_for(self.request.command)
+        match self.request.command {
+            Command::Set if self.request.too_large.is_some() => Expect::Line,
+            Command::Cas | Command::Gat | Command::Gats if self.copying => Expect::Line,
+            command => expect_for(command),
         }
     }
 }
@@ -54,7 +99,8 @@ impl Outgoing<'_> {
 /// The shape of the reply a server sends to this command.
 pub fn expect_for(command: Command) -> Expect {
     match command {
-        Command::Get | Command::Gets => Expect::Values,
+        c if c.is_retrieval() => Expect::Values,
+        c if c.is_meta() => Expect::Meta,
         Command::Stats => Expect::Stats,
         _ => Expect::Line,
     }

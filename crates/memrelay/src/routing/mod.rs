@@ -21,10 +21,11 @@ pub enum Plan {
     Replicate,
     /// A multi-get split over `targets`: key i goes to `key_owner[i]`; replies are coalesced.
     Split,
-    /// `cas` on `targets[0]` (the key's primary, the only server that knows the token); when it
-    /// succeeds the stored value is copied with `set` to the rest of `targets`.
-    Cas,
-    /// memrelay answers itself (version, verbosity, stats, quit).
+    /// To `targets[0]`, the key's primary, first: the only server that knows the key's cas value
+    /// (`cas`, meta commands with `C`) or whose answer counts (a touching read). When it succeeds
+    /// there, a copy ([`crate::relay::rewrite`]) goes to the rest of `targets`.
+    PrimaryFirst,
+    /// memrelay answers itself (version, verbosity, stats, quit, mn).
     Local,
 }
 
@@ -73,9 +74,14 @@ impl Router {
     pub fn route(&self, request: &Request, buf: &[u8], rr: usize, out: &mut RouteBuf) -> Plan {
         out.targets.clear();
         out.key_owner.clear();
+        if crate::client::local::is_local(request, buf) {
+            return Plan::Local;
+        }
+        let key = || placement_key(request, buf);
         match request.command {
-            Command::Version | Command::Verbosity | Command::Stats | Command::Quit => Plan::Local,
-            Command::FlushAll => {
+            Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => Plan::Local,
+            // The groups memrelay gathers from every server (`relay::stats`).
+            Command::Stats | Command::FlushAll => {
                 out.targets.extend(0..self.servers);
                 Plan::Replicate
             }
@@ -108,9 +114,45 @@ impl Router {
                 }
                 Plan::Split
             }
+            // A touching read of one key: the primary answers, the replicas are touched after.
+            Command::Gat | Command::Gats if request.key_count == 1 => {
+                self.write_targets(request.key(buf), &mut out.targets);
+                Self::primary_first(out)
+            }
+            // Several keys: each key's primary (the replicas keep their expiry; README).
+            Command::Gat | Command::Gats => {
+                for key in request.keys(buf) {
+                    out.key_owner.push(self.ring.primary(key));
+                }
+                self.split_by_owner(out)
+            }
             Command::Cas => {
                 self.write_targets(request.key(buf), &mut out.targets);
-                Plan::Cas
+                Plan::PrimaryFirst
+            }
+            Command::MetaGet => {
+                let meta = &request.meta;
+                let key = key();
+                if meta.touch {
+                    self.write_targets(&key, &mut out.targets);
+                    Self::primary_first(out)
+                } else if meta.return_cas || meta.recache {
+                    // The cas value, and the win token of recache coordination, are one server's.
+                    Plan::Forward(self.ring.primary(&key))
+                } else if self.distribution == Distribution::Ketama {
+                    Plan::Forward(self.read_server(&key, rr, &mut out.replicas))
+                } else {
+                    Plan::Forward(rr % self.servers)
+                }
+            }
+            Command::MetaDebug => Plan::Forward(self.ring.primary(&key())),
+            Command::MetaSet | Command::MetaDelete | Command::MetaArithmetic => {
+                self.write_targets(&key(), &mut out.targets);
+                if request.meta.compare_cas {
+                    Plan::PrimaryFirst
+                } else {
+                    Plan::Replicate
+                }
             }
             Command::Set
             | Command::Add
@@ -163,6 +205,15 @@ impl Router {
         }
     }
 
+    /// The primary alone when there is nothing to copy to.
+    fn primary_first(out: &mut RouteBuf) -> Plan {
+        if out.targets.len() == 1 {
+            Plan::Forward(out.targets[0])
+        } else {
+            Plan::PrimaryFirst
+        }
+    }
+
     /// Turns `key_owner` into a plan: one server for all keys is a plain forward.
     fn split_by_owner(&self, out: &mut RouteBuf) -> Plan {
         let first = out.key_owner[0];
@@ -176,6 +227,20 @@ impl Router {
         }
         Plan::Split
     }
+}
+
+/// The bytes a key is placed by: a meta command's base64 key (`b`) by what it decodes to, so
+/// that `mg <base64> b` and `get <key>` find the same server. A key that does not decode is
+/// placed as written (the server refuses it).
+pub fn placement_key<'a>(request: &Request, buf: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+    use base64::Engine;
+    let key = request.key(buf);
+    if request.meta.base64 {
+        if let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(key) {
+            return decoded.into();
+        }
+    }
+    key.into()
 }
 
 #[cfg(test)]
@@ -253,7 +318,7 @@ mod tests {
             assert_eq!(route(&r, b"gets k\r\n", rr).0, Plan::Forward(primary));
         }
         let (plan, out) = route(&r, b"cas k 0 0 1 5\r\nx\r\n", 3);
-        assert_eq!((plan, out.targets[0], out.targets.len()), (Plan::Cas, primary, 3));
+        assert_eq!((plan, out.targets[0], out.targets.len()), (Plan::PrimaryFirst, primary, 3));
     }
 
     #[test]

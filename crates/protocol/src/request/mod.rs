@@ -10,8 +10,11 @@ use std::ops::Range;
 
 mod admin;
 mod keyed;
+mod meta;
 mod retrieval;
 mod storage;
+
+pub use meta::{Meta, META_FLAG_MAX_TOKENS};
 
 use crate::limits::{Limits, MAX_KEY_LEN};
 use crate::{find_newline, tokens, trim_cr, Parse};
@@ -35,6 +38,16 @@ pub enum Command {
     Verbosity,
     Stats,
     Quit,
+    /// `gat <exptime> <key>*`: get and touch.
+    Gat,
+    Gats,
+    /// The meta commands: `mg`, `ms`, `md`, `ma`, `me`, `mn` (memcached 1.6's protocol.txt).
+    MetaGet,
+    MetaSet,
+    MetaDelete,
+    MetaArithmetic,
+    MetaDebug,
+    MetaNoop,
 }
 
 impl Command {
@@ -57,6 +70,14 @@ impl Command {
             Command::Verbosity => "verbosity",
             Command::Stats => "stats",
             Command::Quit => "quit",
+            Command::Gat => "gat",
+            Command::Gats => "gats",
+            Command::MetaGet => "mg",
+            Command::MetaSet => "ms",
+            Command::MetaDelete => "md",
+            Command::MetaArithmetic => "ma",
+            Command::MetaDebug => "me",
+            Command::MetaNoop => "mn",
         }
     }
 
@@ -79,13 +100,34 @@ impl Command {
             b"verbosity" => Command::Verbosity,
             b"stats" => Command::Stats,
             b"quit" => Command::Quit,
+            b"gat" => Command::Gat,
+            b"gats" => Command::Gats,
+            b"mg" => Command::MetaGet,
+            b"ms" => Command::MetaSet,
+            b"md" => Command::MetaDelete,
+            b"ma" => Command::MetaArithmetic,
+            b"me" => Command::MetaDebug,
+            b"mn" => Command::MetaNoop,
             _ => return None,
         })
     }
 
-    /// `get` and `gets`: the reply is `VALUE` blocks and `END`.
+    /// `get`, `gets`, `gat`, `gats`: the reply is `VALUE` blocks and `END`.
     pub fn is_retrieval(self) -> bool {
-        matches!(self, Command::Get | Command::Gets)
+        matches!(self, Command::Get | Command::Gets | Command::Gat | Command::Gats)
+    }
+
+    /// The meta commands, whose replies are two-letter codes.
+    pub fn is_meta(self) -> bool {
+        matches!(
+            self,
+            Command::MetaGet
+                | Command::MetaSet
+                | Command::MetaDelete
+                | Command::MetaArithmetic
+                | Command::MetaDebug
+                | Command::MetaNoop
+        )
     }
 
     /// Commands followed by a data block.
@@ -112,8 +154,14 @@ pub struct Request {
     /// `cas` unique for `cas`; delta for `incr`/`decr`; level for `verbosity`.
     pub number: u64,
     pub noreply: bool,
-    /// The data block of a storage command, without its `\r\n`.
+    /// The data block of a storage command (`ms` too), without its `\r\n`.
     pub data: Range<usize>,
+    /// A value refused as too large (`set` or `ms`): the data block, this many bytes after the
+    /// line, is discarded as it arrives; the client is told `SERVER_ERROR object too large for
+    /// cache` and, as memcached does, the key's old value is removed.
+    pub too_large: Option<usize>,
+    /// What a meta command asked for (default for the text commands).
+    pub meta: Meta,
     /// Bytes the whole request occupies, line and data block included.
     pub consumed: usize,
 }
@@ -130,6 +178,8 @@ impl Request {
             number: 0,
             noreply: false,
             data: 0..0,
+            too_large: None,
+            meta: Meta::default(),
             consumed,
         }
     }
@@ -208,8 +258,9 @@ pub const TOO_LARGE: &str = "object too large for cache";
 /// Parses one request from the start of `buf`: frames the line, finds the command, and hands
 /// the arguments to the command's family.
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
+    let max_line = if is_multiget_line(buf) { limits.max_get_line_len } else { limits.max_line_len };
     let Some(newline) = find_newline(buf) else {
-        if buf.len() > limits.max_line_len {
+        if buf.len() > max_line {
             return Parse::Invalid(Invalid {
                 reply: ErrorReply::Client(LINE_TOO_LONG),
                 skip: buf.len(),
@@ -220,7 +271,7 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
         return Parse::Incomplete;
     };
     let line_end = newline + 1;
-    if newline > limits.max_line_len {
+    if newline > max_line {
         return Parse::Invalid(Invalid {
             reply: ErrorReply::Client(LINE_TOO_LONG),
             skip: line_end,
@@ -243,11 +294,14 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
     if command.is_retrieval() {
         return retrieval::parse(request, toks);
     }
+    if command.is_meta() {
+        return meta::parse(request, toks, buf, limits);
+    }
     let Some(args) = Args::collect(toks, line_end) else {
         return Invalid::line(ErrorReply::Client(BAD_FORMAT), line_end);
     };
     match command {
-        Command::Get | Command::Gets => unreachable!("retrievals are parsed above"),
+        c if c.is_retrieval() || c.is_meta() => unreachable!("parsed above"),
         c if c.is_storage() => storage::parse(request, &args, buf, limits),
         Command::Delete => keyed::delete(request, &args),
         Command::Incr | Command::Decr => keyed::arithmetic(request, &args),
@@ -259,6 +313,14 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
         Command::Stats => admin::stats(request, &args),
         _ => unreachable!("every command is a family's"),
     }
+}
+
+/// Whether the line is a `get`/`gets`, whose length memcached does not bound (it looks past at
+/// most 100 leading spaces).
+fn is_multiget_line(buf: &[u8]) -> bool {
+    let spaces = buf.iter().take(101).take_while(|&&b| b == b' ').count();
+    let rest = &buf[spaces..];
+    spaces <= 100 && (rest.starts_with(b"get ") || rest.starts_with(b"gets "))
 }
 
 /// The arguments after the command name (at most [`Args::MAX`]), with their offsets in the line.

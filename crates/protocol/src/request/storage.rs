@@ -36,6 +36,11 @@ fn fields(request: &mut Request, args: &Args) -> Result<usize, Parse<Request>> {
 
 /// The data block after the line.
 fn block(mut request: Request, bytes: usize, line_end: usize, buf: &[u8], limits: &Limits) -> Parse<Request> {
+    if bytes > limits.max_value_len && request.command == Command::Set {
+        // memcached answers, swallows the data block that follows and removes the old value.
+        request.too_large = Some(bytes.saturating_add(2));
+        return Parse::Complete(request);
+    }
     if bytes > limits.max_value_len {
         // memcached answers and swallows the data block that follows.
         return Parse::Invalid(Invalid {
@@ -50,10 +55,11 @@ fn block(mut request: Request, bytes: usize, line_end: usize, buf: &[u8], limits
         return Parse::Incomplete;
     }
     if &buf[end - 2..end] != b"\r\n" {
+        // memcached answers and reads on after the declared block.
         return Parse::Invalid(Invalid {
             reply: ErrorReply::Client(BAD_DATA_CHUNK),
             skip: end,
-            close: true,
+            close: false,
             silent: request.noreply,
         });
     }

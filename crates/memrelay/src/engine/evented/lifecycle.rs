@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use memrelay_protocol::{Command, Request, Status};
+use memrelay_protocol::{Command, Request};
 
 use super::requests::TargetResult;
 use super::thread::EventLoop;
@@ -12,8 +12,9 @@ use super::upstream::{Outstanding, Upstream};
 use crate::measure::metrics::{kind_of, Outcome, Timestamps};
 use crate::relay::failover_target;
 use crate::relay::failure::Failure;
+use crate::relay::reply::primary_took;
 use crate::relay::rewrite::Outgoing;
-use crate::routing::Plan;
+use crate::routing::{placement_key, Plan};
 
 impl EventLoop {
     pub(super) fn start_request(&mut self, slot: usize, request: Request) {
@@ -54,24 +55,27 @@ impl EventLoop {
                 entry.targets.clear();
                 entry.targets.push(server);
                 entry.first_target = server;
-                self.send_to_targets(index, now);
+                self.send_to_targets(index, now, 0);
             }
-            Plan::Replicate | Plan::Split => self.send_to_targets(index, now),
-            Plan::Cas => {
-                // The cas goes to the primary first; the copies follow once it stored.
+            Plan::Replicate | Plan::Split => self.send_to_targets(index, now, 0),
+            Plan::PrimaryFirst => {
+                // The primary first; the copies follow once it took the request. Until then the
+                // client's later requests wait, so none reads a replica the copy has not reached.
                 entry.targets.truncate(1);
-                self.send_to_targets(index, now);
+                self.clients.sessions[slot].engine.barrier = Some(index);
+                self.send_to_targets(index, now, 0);
             }
         }
         self.recorder.queue_length(now, self.upstreams.iter().map(Upstream::unsent).sum());
     }
 
-    /// Queues the entry's request on every one of its targets' connections.
-    pub(super) fn send_to_targets(&mut self, index: usize, now: Instant) {
+    /// Queues the entry's request on its targets' connections from target `from` on (the ones
+    /// before have answered already).
+    pub(super) fn send_to_targets(&mut self, index: usize, now: Instant, from: usize) {
         let entry = self.inflight.get_mut(index);
-        entry.expect_targets();
+        entry.expect_targets(from);
         let generation = entry.generation;
-        for target in 0..entry.targets.len() {
+        for target in from..entry.targets.len() {
             let entry = self.inflight.get(index);
             let request = entry.request.as_ref().expect("an in-flight entry carries a request");
             let outgoing = Outgoing {
@@ -121,19 +125,20 @@ impl EventLoop {
                 entry.attempts += 1;
                 if let Some(next) = failover_target(&self.replicas, entry.first_target, usize::from(entry.attempts)) {
                     entry.targets[0] = next;
-                    return self.send_to_targets(index, now);
+                    return self.send_to_targets(index, now, 0);
                 }
             }
         }
-        // A cas the primary stored: copy the value to the other replicas.
-        if entry.plan == Plan::Cas && !entry.copying {
-            let stored = matches!(entry.results[0], TargetResult::Replied(r) if r.status == Status::Stored);
-            self.router.write_targets(key, &mut self.route.targets);
-            if stored && self.route.targets.len() > 1 {
+        // The primary took the request: copy it to the other replicas (the primary stays
+        // target 0, with its answer).
+        if entry.plan == Plan::PrimaryFirst && !entry.copying {
+            let took = matches!(entry.results[0], TargetResult::Replied(r) if primary_took(&r));
+            self.router.write_targets(&placement_key(request, &entry.input), &mut self.route.targets);
+            if took && self.route.targets.len() > 1 {
                 entry.copying = true;
                 entry.targets.clear();
-                entry.targets.extend_from_slice(&self.route.targets[1..]);
-                return self.send_to_targets(index, now);
+                entry.targets.extend_from_slice(&self.route.targets);
+                return self.send_to_targets(index, now, 1);
             }
         }
         entry.finish(&self.addrs);
@@ -153,6 +158,9 @@ impl EventLoop {
                 break;
             }
             session.engine.queue.pop_front();
+            if session.engine.barrier == Some(index) {
+                session.engine.barrier = None;
+            }
             session.io.output().extend_from_slice(&entry.reply);
             entry.times.reply_written = Instant::now();
             if let Some(request) = entry.request.as_ref() {

@@ -39,7 +39,7 @@ pub(crate) struct InFlight {
     /// Scratch for coalescing a split: each server's read position.
     cursors: Vec<usize>,
     pub remaining: usize,
-    /// For cas: the primary stored the value and the copies to the other replicas are out.
+    /// For [`Plan::PrimaryFirst`]: the primary took the request and the copies are out.
     pub copying: bool,
     /// Retries so far of a read with failover, and the server it went to first.
     pub attempts: u16,
@@ -76,18 +76,19 @@ impl InFlight {
         }
     }
 
-    /// Prepares the per-target results for `self.targets`.
-    pub fn expect_targets(&mut self) {
+    /// Prepares the per-target results for `self.targets[from..]` (the answers of the targets
+    /// before `from` are kept).
+    pub fn expect_targets(&mut self, from: usize) {
         let n = self.targets.len();
-        self.results.clear();
+        self.results.truncate(from);
         self.results.resize(n, TargetResult::Waiting);
         if self.bodies.len() < n {
             self.bodies.resize_with(n, Vec::new);
         }
-        for body in &mut self.bodies[..n] {
+        for body in &mut self.bodies[from..n] {
             body.clear();
         }
-        self.remaining = n;
+        self.remaining = n - from;
     }
 
     /// Records target `target`'s answer; true when it was the last one awaited.

@@ -34,6 +34,9 @@ pub(super) const MAX_IN_FLIGHT_PER_CLIENT: usize = 256;
 #[derive(Default)]
 pub(super) struct Replies {
     pub queue: VecDeque<usize>,
+    /// A request whose copies must reach the replicas before the client's next request starts
+    /// (read-your-writes after a `cas`).
+    pub barrier: Option<usize>,
 }
 
 pub(super) struct EventLoop {
@@ -174,13 +177,22 @@ impl Scheduler for EventLoop {
 
     /// Parses and starts the client's requests, up to the in-flight limit.
     fn pump(&mut self, slot: usize) {
+        let mut starved = false;
         loop {
             let Some(session) = self.clients.sessions.get_mut(slot) else { return };
             if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT {
                 break;
             }
+            if let Some(barrier) = session.engine.barrier {
+                if !self.inflight.get(barrier).done {
+                    break;
+                }
+            }
             match session.next_request(&self.clients.limits, &self.clients.local) {
-                Next::Wait => break,
+                Next::Wait => {
+                    starved = true;
+                    break;
+                }
                 Next::Invalid(reply) => {
                     let index = self.inflight.alloc();
                     let entry = self.inflight.get_mut(index);
@@ -196,12 +208,12 @@ impl Scheduler for EventLoop {
                 Next::Request(request) => self.start_request(slot, request),
             }
         }
-        let reading = self.clients.sessions.get(slot).is_some_and(|s| {
-            !s.io.eof
-                && !s.backed_up()
-                && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT
-                && s.pending().len() <= READ_CHUNK
-        });
+        // Bytes buffered are bounded by the parser (a line, a value), not here: a partial long
+        // get line must be read on.
+        let reading = starved
+            && self.clients.sessions.get(slot).is_some_and(|s| {
+                !s.io.eof && !s.closing && !s.backed_up() && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT
+            });
         if reading {
             // Reading may have stopped at the in-flight limit with bytes left in the socket.
             let pending = self.clients.sessions[slot].pending().len();

@@ -101,10 +101,11 @@ impl NetThread {
         true
     }
 
-    /// Reading pauses while a client has too much buffered; it resumes once that is parsed.
-    fn resume_reading(&mut self, slot: usize) {
+    /// Reading pauses while a client has too much buffered; it resumes once that is parsed, or
+    /// when what is buffered is the start of one long request (`starved`; the parser bounds it).
+    fn resume_reading(&mut self, slot: usize, starved: bool) {
         let Some(session) = self.clients.sessions.get_mut(slot) else { return };
-        if session.engine.read_paused && session.pending().len() <= MAX_BUFFERED {
+        if session.engine.read_paused && (starved || session.pending().len() <= MAX_BUFFERED) {
             session.engine.read_paused = false;
             self.read_client(slot, false);
         }
@@ -144,7 +145,8 @@ impl Scheduler for NetThread {
     }
 
     fn read_client(&mut self, slot: usize, to_eof: bool) {
-        if self.clients.read(slot, to_eof, ReadLimit::Bytes(MAX_BUFFERED)) {
+        let limit = MAX_BUFFERED.max(self.clients.limits.max_request_len());
+        if self.clients.read(slot, to_eof, ReadLimit::Bytes(limit)) {
             self.clients.sessions[slot].engine.read_paused = true;
         }
     }
@@ -156,6 +158,7 @@ impl Scheduler for NetThread {
     /// Parses and dispatches the client's next requests while none is in flight, then closes the
     /// client if it is finished.
     fn pump(&mut self, slot: usize) {
+        let mut starved = false;
         loop {
             self.flush_client(slot);
             let Some(session) = self.clients.sessions.get_mut(slot) else { return };
@@ -163,13 +166,16 @@ impl Scheduler for NetThread {
                 break;
             }
             match session.next_request(&self.clients.limits, &self.clients.local) {
-                Next::Wait => break,
+                Next::Wait => {
+                    starved = true;
+                    break;
+                }
                 Next::Invalid(reply) => {
                     if let Some(reply) = reply {
                         reply.write_to(session.io.output());
                     }
                 }
-                Next::Request(request) if is_local(request.command) => self.answer_locally(slot, &request),
+                Next::Request(request) if is_local(&request, session.pending()) => self.answer_locally(slot, &request),
                 Next::Request(request) => {
                     if !self.enqueue(slot, request) {
                         break;
@@ -177,7 +183,7 @@ impl Scheduler for NetThread {
                 }
             }
         }
-        self.resume_reading(slot);
+        self.resume_reading(slot, starved);
         self.close_if_done(slot);
     }
 

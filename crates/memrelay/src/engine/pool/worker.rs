@@ -8,16 +8,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use memrelay_protocol::{Request, Status};
+use memrelay_protocol::Request;
 
 use super::job::Job;
 use super::server::ServerConn;
 use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::failover_target;
 use crate::relay::failure::Failure;
-use crate::relay::reply::{Answer, Finished};
+use crate::relay::reply::{primary_took, Answer, Finished};
 use crate::relay::rewrite::Outgoing;
-use crate::routing::{Plan, RouteBuf, Router};
+use crate::routing::{placement_key, Plan, RouteBuf, Router};
 use crate::settings::Settings;
 
 pub(crate) struct Worker {
@@ -29,8 +29,6 @@ pub(crate) struct Worker {
     /// Per-target result of the current exchange.
     results: Vec<Result<(), Failure>>,
     cursors: Vec<usize>,
-    /// The replicas a successful cas is copied to.
-    copies: Vec<usize>,
     replicas: Vec<usize>,
     failover: bool,
     timeout: Duration,
@@ -50,7 +48,6 @@ impl Worker {
             scratch: Vec::new(),
             results: Vec::new(),
             cursors: Vec::new(),
-            copies: Vec::new(),
             replicas: Vec::new(),
             failover: settings.routing.fails_over(),
             timeout: settings.server_timeout,
@@ -92,7 +89,10 @@ impl Worker {
             self.route.targets.push(server);
         }
         let mut copying = false;
-        self.exchange(&request, &job.input, plan, copying, deadline);
+        if plan == Plan::PrimaryFirst {
+            self.route.targets.truncate(1);
+        }
+        self.exchange(&request, &job.input, plan, copying, deadline, 0);
         match plan {
             Plan::Forward(first) if self.failover && request.command.is_retrieval() => {
                 self.router.replicas(request.key(&job.input), &mut self.replicas);
@@ -100,19 +100,17 @@ impl Worker {
                 while self.results[0].is_err() {
                     let Some(next) = failover_target(&self.replicas, first, attempt) else { break };
                     self.route.targets[0] = next;
-                    self.exchange(&request, &job.input, plan, copying, deadline);
+                    self.exchange(&request, &job.input, plan, copying, deadline, 0);
                     attempt += 1;
                 }
             }
-            Plan::Cas if self.primary_stored() => {
-                // The primary stored: copy the value to the other replicas.
-                self.copies.clear();
-                self.router.write_targets(request.key(&job.input), &mut self.copies);
-                if self.copies.len() > 1 {
-                    self.route.targets.clear();
-                    self.route.targets.extend_from_slice(&self.copies[1..]);
+            Plan::PrimaryFirst if self.primary_took() => {
+                // The primary took the request: copy it to the other replicas (the primary stays
+                // target 0, with its answer).
+                self.router.write_targets(&placement_key(&request, &job.input), &mut self.route.targets);
+                if self.route.targets.len() > 1 {
                     copying = true;
-                    self.exchange(&request, &job.input, plan, copying, deadline);
+                    self.exchange(&request, &job.input, plan, copying, deadline, 1);
                 }
             }
             _ => {}
@@ -140,28 +138,24 @@ impl Worker {
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
     }
 
-    /// Whether the primary answered the `cas` just sent with `STORED`.
-    fn primary_stored(&self) -> bool {
-        self.results[0].is_ok()
-            && self.servers[self.route.targets[0]].last_reply().map(|r| r.status) == Some(Status::Stored)
+    /// Whether the primary took the request just sent to it alone (see [`primary_took`]).
+    fn primary_took(&self) -> bool {
+        self.results[0].is_ok() && self.servers[self.route.targets[0]].last_reply().is_some_and(|r| primary_took(&r))
     }
 
-    /// Sends each target in `self.route.targets` its bytes, then reads every reply;
-    /// `self.results[i]` says how target i went. A `cas` goes to its primary alone first.
-    fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, copying: bool, deadline: Instant) {
-        if plan == Plan::Cas && !copying {
-            self.route.targets.truncate(1);
-        }
+    /// Sends each target in `self.route.targets[from..]` its bytes, then reads every reply;
+    /// `self.results[i]` says how target i went (the results before `from` are kept).
+    fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, copying: bool, deadline: Instant, from: usize) {
         let outgoing = Outgoing { request, input, plan, copying, key_owner: &self.route.key_owner };
-        self.results.clear();
-        for &target in &self.route.targets {
+        self.results.truncate(from);
+        for &target in &self.route.targets[from..] {
             self.scratch.clear();
             outgoing.compose_for(target, &mut self.scratch);
             self.results.push(self.servers[target].send(&self.scratch, deadline));
             self.recorder.server_request(target);
         }
         let expect = outgoing.expect();
-        for (i, &target) in self.route.targets.iter().enumerate() {
+        for (i, &target) in self.route.targets.iter().enumerate().skip(from) {
             if self.results[i].is_ok() {
                 self.results[i] = self.servers[target].receive(expect, deadline).map(|_| ());
             }
