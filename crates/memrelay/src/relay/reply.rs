@@ -114,6 +114,7 @@ impl Finished<'_> {
             out.clear();
             ErrorReply::Server(TOO_LARGE).write_to(out);
             outcome.error = true;
+            status = Some(Status::ServerError);
         }
         if self.request.noreply || status.is_some_and(|s| self.request.quiet_drops(s)) {
             out.clear();
