@@ -30,6 +30,8 @@ pub struct Forwarded {
     pub exptime: i64,
     pub number: u64,
     pub data: Vec<u8>,
+    /// The meta flag tokens sent.
+    pub meta_flags: Vec<Vec<u8>>,
 }
 
 /// Feeds `data` as a client byte stream (the first byte chooses the chunk size and the routing
@@ -40,17 +42,30 @@ pub fn forwarded(data: &[u8]) -> Vec<Forwarded> {
         let keys = request.keys(input).map(<[u8]>::to_vec).collect();
         let (keys, data) = match request.command {
             Command::Get | Command::Gets => (keys, Vec::new()),
-            c if c.is_storage() => (keys, input[request.data.clone()].to_vec()),
+            c if c.is_storage() || c == Command::MetaSet => (keys, input[request.data.clone()].to_vec()),
             _ => (keys, Vec::new()),
         };
+        // A refused value is a delete of its key; quiet mode stays with memrelay.
+        let command = match (request.too_large, request.command) {
+            (Some(_), Command::MetaSet) => Command::MetaDelete,
+            (Some(_), _) => Command::Delete,
+            (None, command) => command,
+        };
+        let meta_flags = match (request.too_large, request.command) {
+            (Some(_), _) => request.meta.base64.then(|| b"b".to_vec()).into_iter().collect(),
+            (None, Command::MetaDebug) => request.meta.base64.then(|| b"b".to_vec()).into_iter().collect(),
+            _ => request.meta.flag_tokens(input).filter(|f| f[0] != b'q').map(<[u8]>::to_vec).collect(),
+        };
+        let data = if request.too_large.is_some() { Vec::new() } else { data };
         out.push(Forwarded {
             bytes: bytes.to_vec(),
-            command: request.command.name(),
+            command: command.name(),
             keys,
             flags: request.flags,
             exptime: request.exptime,
             number: request.number,
             data,
+            meta_flags,
         });
     });
     out
@@ -65,8 +80,18 @@ pub fn client_stream(data: &[u8]) {
             panic!("composed bytes do not parse: {:?}", String::from_utf8_lossy(bytes))
         };
         assert_eq!(back.consumed, bytes.len(), "one composed request is one request");
-        assert_eq!(back.command, sent.command);
         assert!(back.keys(bytes).eq(sent.keys(input)), "keys");
+        if sent.too_large.is_some() {
+            // A refused value: its key is deleted.
+            assert!(matches!(back.command, Command::Delete | Command::MetaDelete), "{:?}", back.command);
+            return;
+        }
+        assert_eq!(back.command, sent.command);
+        // Meta flags go through token by token, quiet mode left to memrelay.
+        assert!(!back.meta.quiet);
+        if sent.command != Command::MetaDebug {
+            assert!(back.meta.flag_tokens(bytes).eq(sent.meta.flag_tokens(input).filter(|f| f[0] != b'q')));
+        }
         assert_eq!(
             (back.flags, back.exptime, back.number, back.noreply),
             (sent.flags, sent.exptime, sent.number, false)

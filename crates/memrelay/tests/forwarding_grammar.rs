@@ -18,6 +18,8 @@ struct Read {
     exptime: i64,
     number: u64,
     data: Vec<u8>,
+    /// A meta command's flag tokens.
+    meta_flags: Vec<Vec<u8>>,
     /// Bytes of the buffer the request took.
     consumed: usize,
 }
@@ -34,6 +36,7 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
         line = &line[..nul];
     }
     if line.len() > 2048 && !line.starts_with(b"get ") && !line.starts_with(b"gets ") {
+        // (memcached looks for the newline within the first 2048 bytes it has read.)
         return Err("memcached closes a connection on a non-get line this long".into());
     }
     // tokenize_command: split on single spaces, empty tokens skipped.
@@ -46,6 +49,7 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
         exptime: 0,
         number: 0,
         data: Vec::new(),
+        meta_flags: Vec::new(),
         consumed: newline + 1,
     };
     let args = &tokens[1..];
@@ -76,6 +80,31 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
             }
             read.data = block[..bytes].to_vec();
             read.consumed = start + bytes + 2;
+        }
+        "gat" | "gats" => {
+            let (exptime, keys) = args.split_first().ok_or("gat without expiry")?;
+            read.exptime = text(exptime)?.parse().map_err(|_| "exptime")?;
+            read.keys = keys.iter().map(|k| key(k)).collect::<Result<_, _>>()?;
+        }
+        // Meta commands (process_m*_command): a key, for ms its data length, then flags; at most
+        // 20 tokens counting the command and the final empty one.
+        "mg" | "md" | "ma" | "me" | "ms" => {
+            let data_len = usize::from(read.command == "ms");
+            if args.len() < 1 + data_len || args.len() + 2 > 20 {
+                return Err(format!("{} meta tokens", args.len()));
+            }
+            read.keys = vec![key(args[0])?];
+            read.meta_flags = args[1 + data_len..].iter().map(|t| t.to_vec()).collect();
+            if read.command == "ms" {
+                let bytes: usize = text(args[1])?.parse().map_err(|_| "bytes")?;
+                let start = newline + 1;
+                let block = buf.get(start..start + bytes + 2).ok_or("data block short")?;
+                if &block[bytes..] != b"\r\n" {
+                    return Err("bad data chunk".into());
+                }
+                read.data = block[..bytes].to_vec();
+                read.consumed = start + bytes + 2;
+            }
         }
         "incr" | "decr" => {
             if args.len() != 2 {
@@ -113,14 +142,23 @@ fn check(input: &[u8]) {
         let read = memcached_reads(&sent.bytes).unwrap_or_else(|why| {
             panic!("memcached would not read {:?} as one request: {why}", String::from_utf8_lossy(&sent.bytes))
         });
-        let Forwarded { bytes, command, keys, flags, exptime, number, data } = sent;
+        let Forwarded { bytes, command, keys, flags, exptime, number, data, meta_flags } = sent;
         assert_eq!(
             read.consumed,
             bytes.len(),
             "one write is exactly one request: {:?}",
             String::from_utf8_lossy(&bytes)
         );
-        let believed = Read { command: command.to_string(), keys, flags, exptime, number, data, consumed: bytes.len() };
+        let believed = Read {
+            command: command.to_string(),
+            keys,
+            flags,
+            exptime,
+            number,
+            data,
+            meta_flags,
+            consumed: bytes.len(),
+        };
         assert_eq!(read, believed);
     }
 }
@@ -138,6 +176,16 @@ const SEEDS: &[&[u8]] = &[
     b"delete k 0\r\n",
     b"touch k -5\r\n",
     b"flush_all 10 noreply\r\n",
+    b"gat 10 a b\r\n",
+    b"gats -1 k\r\n",
+    b"mg k v f t c k Oab q\r\n",
+    b"mg a2V5 b v\r\n",
+    b"ms k 3 T0 F5 C7 q\r\nabc\r\n",
+    b"ms k 1 MA I\r\nx\r\n",
+    b"md k q C5\r\n",
+    b"ma k N0 J5 D2 MD v\r\n",
+    b"me k\r\n",
+    b"mn\r\n",
 ];
 
 fn mutated() -> impl Strategy<Value = Vec<u8>> {

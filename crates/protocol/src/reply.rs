@@ -217,9 +217,8 @@ impl ReplyParser {
 impl ReplyParser {
     /// A meta reply whose first line is `line`, `after_line` bytes into `buf`.
     fn meta(&self, buf: &[u8], line: &[u8], after_line: usize) -> Parse<Reply, ReplyError> {
-        let single = |status| {
-            Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number: 0 })
-        };
+        let single =
+            |status| Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number: 0 });
         let mut fields = tokens(line).map(|(_, t)| t);
         let status = match fields.next().unwrap_or_default() {
             b"VA" => {

@@ -67,7 +67,9 @@ impl Finished<'_> {
         };
         let mut status = None;
         match chosen.map(|i| (i, answer(i))) {
-            Some((_, Answer::Replied(reply, _))) if self.request.command == Command::Stats && reply.status == Status::End => {
+            Some((_, Answer::Replied(reply, _)))
+                if self.request.command == Command::Stats && reply.status == Status::End =>
+            {
                 // Every server answered its list: one list of them all.
                 let bodies = (0..self.targets.len()).filter_map(|i| match answer(i) {
                     Answer::Replied(reply, bytes) => Some(&bytes[..reply.body_end]),

@@ -78,10 +78,8 @@ impl Outgoing<'_> {
         };
         // A compare-and-set in set or replace mode is a plain set on the copies (as `cas`).
         let plain_set = request.command == Command::MetaSet && matches!(request.meta.mode, 0 | b'S' | b'R');
-        let flags = request
-            .meta
-            .flag_tokens(input)
-            .filter(|flag| keep.contains(&flag[0]) && !(plain_set && flag[0] == b'M'));
+        let flags =
+            request.meta.flag_tokens(input).filter(|flag| keep.contains(&flag[0]) && !(plain_set && flag[0] == b'M'));
         let data = (request.command == Command::MetaSet).then(|| &input[request.data.clone()]);
         compose::meta(out, request.command, key, data, flags);
     }
@@ -136,6 +134,30 @@ mod tests {
     #[test]
     fn sub_gets_and_cas_copies() {
         assert_eq!(composed(b"get a b c\r\n", Plan::Split, false, &[1, 0, 1], 1), b"get a c\r\n");
-        assert_eq!(composed(b"cas k 3 9 1 77\r\nx\r\n", Plan::Cas, true, &[], 0), b"set k 3 9 1\r\nx\r\n");
+        assert_eq!(composed(b"cas k 3 9 1 77\r\nx\r\n", Plan::PrimaryFirst, true, &[], 0), b"set k 3 9 1\r\nx\r\n");
+    }
+
+    #[test]
+    fn copies_keep_what_changes_the_item_and_quiet_mode_is_removed() {
+        let copy = |line: &[u8]| composed(line, Plan::PrimaryFirst, true, &[], 0);
+        assert_eq!(copy(b"ms k 1 C5 T9 F3 q k Oab c I\r\nx\r\n"), b"ms k 1 T9 F3\r\nx\r\n");
+        assert_eq!(copy(b"ms k 1 C5 MA b\r\nx\r\n"), b"ms k 1 MA b\r\nx\r\n");
+        assert_eq!(copy(b"md k C5 I T30 q\r\n"), b"md k I T30\r\n");
+        assert_eq!(copy(b"ma k C5 D3 MD N0 J1 v t\r\n"), b"ma k D3 MD N0 J1\r\n");
+        assert_eq!(copy(b"mg k T30 v c k\r\n"), b"mg k T30\r\n");
+        assert_eq!(copy(b"gat 30 k\r\n"), b"touch k 30\r\n");
+        let forwarded = composed(b"mg k  v q   Oab\r\n", Plan::Forward(0), false, &[], 0);
+        assert_eq!(forwarded, b"mg k v Oab\r\n");
+        let refused = |line: &[u8]| {
+            let limits = Limits { max_value_len: 4, ..Limits::default() };
+            let Parse::Complete(request) = parse_request(line, &limits) else { panic!() };
+            let mut out = Vec::new();
+            let outgoing =
+                Outgoing { request: &request, input: line, plan: Plan::Replicate, copying: false, key_owner: &[] };
+            outgoing.compose_for(0, &mut out);
+            out
+        };
+        assert_eq!(refused(b"set k 0 0 9 noreply\r\n"), b"delete k\r\n");
+        assert_eq!(refused(b"ms a2V5 9 b q\r\n"), b"md a2V5 b\r\n");
     }
 }

@@ -84,7 +84,8 @@ mod tests {
         let b = b"STAT items:1:number 4\r\nSTAT items:1:age 7\r\nSTAT 1:chunk_size 96\r\nSTAT items:2:number 1\r\n";
         let mut out = Vec::new();
         gather(b"items", [a, b.as_slice()].into_iter(), &mut out);
-        let want = "STAT items:1:number 7\r\nSTAT items:1:age 10\r\nSTAT 1:chunk_size 96\r\nSTAT items:2:number 1\r\nEND\r\n";
+        let want =
+            "STAT items:1:number 7\r\nSTAT items:1:age 10\r\nSTAT 1:chunk_size 96\r\nSTAT items:2:number 1\r\nEND\r\n";
         assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 

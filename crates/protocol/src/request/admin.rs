@@ -14,7 +14,7 @@ pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
     if args.len() > usize::from(request.noreply) {
         match args.number(0, read_i32) {
             Ok(delay) => request.exptime = delay.into(),
-            Err(invalid) => return invalid,
+            Err(invalid) => return Parse::Invalid(invalid),
         }
     }
     Parse::Complete(request)

@@ -1,6 +1,6 @@
 //! Commands on one key without a data block: `delete`, `incr`/`decr`, `touch`.
 
-use crate::request::{Args, ErrorReply, Request};
+use crate::request::{Args, ErrorReply, Invalid, Request};
 
 const DELETE_USAGE: &str = "bad command line format.  Usage: delete <key> [noreply]";
 use crate::{read_i32, read_u64, Parse};
@@ -31,7 +31,7 @@ pub(super) fn arithmetic(request: Request, args: &Args) -> Parse<Request> {
     }
     complete(request, args, |request| {
         request.number =
-            read_u64(args.get(1)).ok_or_else(|| args.bad(ErrorReply::Client("invalid numeric delta argument")))?;
+            read_u64(args.get(1)).ok_or_else(|| args.refusal(ErrorReply::Client("invalid numeric delta argument")))?;
         request.noreply = args.len() == 3 && args.noreply_last();
         Ok(())
     })
@@ -53,7 +53,7 @@ pub(super) fn touch(request: Request, args: &Args) -> Parse<Request> {
 fn complete(
     mut request: Request,
     args: &Args,
-    rest: impl FnOnce(&mut Request) -> Result<(), Parse<Request>>,
+    rest: impl FnOnce(&mut Request) -> Result<(), Invalid>,
 ) -> Parse<Request> {
     let parsed = args.key(0).and_then(|keys| {
         request.keys = keys;
@@ -62,6 +62,6 @@ fn complete(
     });
     match parsed {
         Ok(()) => Parse::Complete(request),
-        Err(invalid) => invalid,
+        Err(invalid) => Parse::Invalid(invalid),
     }
 }

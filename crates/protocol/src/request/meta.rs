@@ -118,12 +118,16 @@ pub(super) fn parse<'a>(
             return answer("options flags too long");
         }
         match read_i32(args[1].1) {
-            Some(len) if len >= 0 && len <= i32::MAX - 2 => data_len = len as usize,
+            Some(len) if (0..=i32::MAX - 2).contains(&len) => data_len = len as usize,
             _ => return answer(BAD_FORMAT),
         }
         first_flag = 2;
     } else if ntokens > META_FLAG_MAX_TOKENS {
-        return answer(if command == Command::MetaGet { "options flags are too long" } else { "options flags too long" });
+        return answer(if command == Command::MetaGet {
+            "options flags are too long"
+        } else {
+            "options flags too long"
+        });
     }
     // From here on memcached swallows an `ms` data block after an error.
     let swallow = if command == Command::MetaSet { data_len + 2 } else { 0 };

@@ -367,10 +367,10 @@ impl<'a> Args<'a> {
     }
 
     /// Argument `i` as a key: its range in the line, or the error for a key too long.
-    pub fn key(&self, i: usize) -> Result<Range<usize>, Parse<Request>> {
+    pub fn key(&self, i: usize) -> Result<Range<usize>, Invalid> {
         let key = self.tokens[i];
         if key.len() > MAX_KEY_LEN {
-            return Err(self.bad(ErrorReply::Client(KEY_TOO_LONG)));
+            return Err(self.refusal(ErrorReply::Client(KEY_TOO_LONG)));
         }
         Ok(self.at[i]..self.at[i] + key.len())
     }
@@ -384,16 +384,26 @@ impl<'a> Args<'a> {
     /// The line is bad: answer `reply` (unless the line ends in `noreply`), skip the line, keep
     /// the connection.
     pub fn bad(&self, reply: ErrorReply) -> Parse<Request> {
-        Parse::Invalid(Invalid { reply, skip: self.line_end, close: false, silent: self.noreply_last() })
+        Parse::Invalid(self.refusal(reply))
+    }
+
+    /// What [`Args::bad`] answers, for a `Result`.
+    pub fn refusal(&self, reply: ErrorReply) -> Invalid {
+        Invalid { reply, skip: self.line_end, close: false, silent: self.noreply_last() }
     }
 
     /// The command has the wrong number of arguments: `ERROR`, answered even with `noreply`.
     pub fn wrong_count(&self) -> Parse<Request> {
-        Invalid::line(ErrorReply::Error, self.line_end)
+        Parse::Invalid(self.miscount())
+    }
+
+    /// What [`Args::wrong_count`] answers, for a `Result`.
+    pub fn miscount(&self) -> Invalid {
+        Invalid { reply: ErrorReply::Error, skip: self.line_end, close: false, silent: false }
     }
 
     /// Argument `i` parsed by `parse`, or the bad-format error.
-    pub fn number<T>(&self, i: usize, parse: impl Fn(&[u8]) -> Option<T>) -> Result<T, Parse<Request>> {
-        parse(self.tokens[i]).ok_or_else(|| self.bad(ErrorReply::Client(BAD_FORMAT)))
+    pub fn number<T>(&self, i: usize, parse: impl Fn(&[u8]) -> Option<T>) -> Result<T, Invalid> {
+        parse(self.tokens[i]).ok_or_else(|| self.refusal(ErrorReply::Client(BAD_FORMAT)))
     }
 }

@@ -11,15 +11,15 @@ use crate::{read_i32, read_u32, read_u64, Command, Parse};
 pub(super) fn parse(mut request: Request, args: &Args, buf: &[u8], limits: &Limits) -> Parse<Request> {
     match fields(&mut request, args) {
         Ok(bytes) => block(request, bytes, args.line_end, buf, limits),
-        Err(invalid) => invalid,
+        Err(invalid) => Parse::Invalid(invalid),
     }
 }
 
 /// The line's fields into `request`; returns the declared data length.
-fn fields(request: &mut Request, args: &Args) -> Result<usize, Parse<Request>> {
+fn fields(request: &mut Request, args: &Args) -> Result<usize, Invalid> {
     let fixed = if request.command == Command::Cas { 5 } else { 4 };
     if args.len() != fixed && args.len() != fixed + 1 {
-        return Err(args.wrong_count());
+        return Err(args.miscount());
     }
     request.keys = args.key(0)?;
     request.key_count = 1;
