@@ -4,7 +4,7 @@ CARGO ?= cargo
 VENV := lab/.venv
 LAB := $(VENV)/bin/memrelay-lab
 
-.PHONY: all deps build demo test test-rust test-lab lint bench fuzz clean
+.PHONY: all deps build demo test test-rust test-lab test-clients lint bench fuzz clean
 
 all: build
 
@@ -23,6 +23,7 @@ test test-lab: export WITH_CHROMIUM := 1
 test: build lint
 	$(CARGO) test --release --workspace
 	$(MAKE) --no-print-directory test-lab
+	$(MAKE) --no-print-directory test-clients
 
 # Style and lints are part of the tests: unformatted code or any clippy warning fails `make test`.
 lint:
@@ -34,6 +35,11 @@ test-rust: build
 
 test-lab: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q
+
+# memrelay driven by real Python clients (pymemcache, meta-memcache) and libmemcached's
+# memccp/memccat, against memcached as the reference (tests/python; builds nothing).
+test-clients: deps
+	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/python -q
 
 # Side-by-side throughput and CPU per request of memcached, twemproxy and both engines.
 bench: build

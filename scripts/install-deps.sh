@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what memrelay's build, tests and lab need and this machine lacks: memcached,
 # twemproxy (nutcracker) and libmemcached-tools from Debian's packages, and the lab's Python
-# virtual environment with pinned packages. Idempotent: does nothing for what is already there.
+# virtual environment with pinned packages, plus the real Python memcached clients that
+# tests/python drives memrelay with. Idempotent: does nothing for what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,4 +29,10 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s lab/requirements.lock "$venv/.install
   "$venv/bin/pip" install -q --disable-pip-version-check -r lab/requirements.lock
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e lab
   cp lab/requirements.lock "$venv/.installed-lock"
+fi
+# The client libraries of tests/python (pymemcache, meta-memcache), in the same venv.
+if ! cmp -s tests/python/requirements.lock "$venv/.installed-clients-lock"; then
+  echo "deps: installing the Python memcached clients of tests/python into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements.lock
+  cp tests/python/requirements.lock "$venv/.installed-clients-lock"
 fi
