@@ -12,7 +12,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use common::{delta, wait_for, Memcached, Memrelay};
+use common::{delta, show, wait_for, Memcached, Memrelay};
 use memrelay::ketama::{KeyHash, Ring, RingServer};
 
 macro_rules! suite {
@@ -25,7 +25,8 @@ macro_rules! suite {
                 any_replica_spreads_reads_over_the_replicas,
                 multiget_is_split_by_owner_and_merged_in_order,
                 failover_serves_reads_while_a_server_is_down,
-            );
+                            reads_pipelined_behind_a_compare_and_set_see_it,
+);
         )*
     };
 }
@@ -202,4 +203,52 @@ fn failover_serves_reads_while_a_server_is_down(engine: &str) {
         let text = String::from_utf8_lossy(&stats).to_string();
         text.lines().any(|l| l.starts_with("STAT server_0_failures ") && !l.ends_with(" 0"))
     }));
+}
+
+/// Reads pipelined right behind a compare-and-set on the same connection see the new value on
+/// every replica they are balanced to (the copies reach the replicas before those reads do):
+/// text `cas`, meta `ms` with `C`, and a `gat`'s touch, with reads from any replica.
+fn reads_pipelined_behind_a_compare_and_set_see_it(engine: &str) {
+    let servers = servers(3);
+    let relay = Memrelay::start(
+        engine,
+        &refs(&servers),
+        &["--distribution", "ketama", "--replication", "3", "--read-from", "any-replica"],
+    );
+    let mut c = relay.client();
+    c.send(b"set k 0 0 2\r\nv0\r\n");
+    assert_eq!(c.read_line(), b"STORED\r\n");
+    for round in 1..=20 {
+        c.send(b"gets k\r\n");
+        let reply = c.read_until(b"END\r\n");
+        let cas = String::from_utf8_lossy(&reply).split_whitespace().nth(4).unwrap().to_string();
+        let value = format!("t{round:03}");
+        let mut pipeline = format!("cas k 0 0 {} {cas}\r\n{value}\r\n", value.len());
+        pipeline.push_str(&"get k\r\n".repeat(6));
+        c.send(pipeline.as_bytes());
+        assert_eq!(c.read_line(), b"STORED\r\n");
+        for _ in 0..6 {
+            let want = format!("VALUE k 0 {}\r\n{value}\r\nEND\r\n", value.len());
+            assert_eq!(show(&c.read_until(b"END\r\n")), show(want.as_bytes()), "round {round}, text");
+        }
+
+        c.send(b"mg k c\r\n");
+        let reply = String::from_utf8(c.read_line()).unwrap();
+        let cas = reply.trim_end().strip_prefix("HD c").unwrap().to_string();
+        let value = format!("m{round:03}");
+        let mut pipeline = format!("ms k {} C{cas}\r\n{value}\r\n", value.len());
+        pipeline.push_str(&"mg k v\r\n".repeat(6));
+        c.send(pipeline.as_bytes());
+        assert_eq!(c.read_line(), b"HD\r\n");
+        for _ in 0..6 {
+            let want = format!("VA {}\r\n{value}\r\n", value.len());
+            assert_eq!(show(&c.read_exact_reply(want.len())), show(want.as_bytes()), "round {round}, meta");
+        }
+    }
+    // The value and every replica agree.
+    for server in &servers {
+        let mut direct = server.client();
+        direct.send(b"get k\r\n");
+        assert_eq!(direct.read_until(b"END\r\n"), b"VALUE k 0 4\r\nm020\r\nEND\r\n");
+    }
 }
