@@ -18,7 +18,7 @@ use common::*;
 macro_rules! suite {
     ($($engine:ident: $name:literal),* $(,)?) => {
         $(
-            engine_tests!($engine: $name; measurement_outputs, stats_command, pipelined_arrival_is_first_byte);
+            engine_tests!($engine: $name; measurement_outputs, stats_command, pipelined_arrival_is_first_byte, meta_requests_are_measured);
         )*
 
         #[test]
@@ -420,4 +420,49 @@ fn pipelined_arrival_is_first_byte(engine: &str) {
     // were over: about 750 ms, not the 900 ms since a arrived.
     let response_c = at(&rows[2], "response_us");
     assert!(response_c < 850_000, "c's response time {response_c} µs counts time before it arrived");
+}
+
+/// Meta requests are measured as the text ones are: `ms` counts as a set, `mg` as a get, with
+/// the hits and misses the servers themselves count (quiet misses included).
+fn meta_requests_are_measured(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let stats_dir = dir.path().join("stats");
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let mut relay =
+        Memrelay::start(engine, &refs, &["--stats-dir", stats_dir.to_str().unwrap(), "--stats-window", "0.2"]);
+    let s0 = snapshot(&servers);
+    let mut client = relay.client();
+    for i in 0..40 {
+        assert_eq!(client.line(format!("ms mk{i} 2 T0\r\nv{}\r\n", i % 10).as_bytes()), "HD\r\n");
+    }
+    let s1 = snapshot(&servers);
+    for i in 0..60 {
+        let key = if i % 3 == 0 { format!("none{i}") } else { format!("mk{}", i % 40) };
+        client.send(format!("mg {key} v\r\n").as_bytes());
+        let line = client.read_line();
+        if i % 3 == 0 {
+            assert_eq!(line, b"EN\r\n");
+        } else {
+            assert_eq!(line, b"VA 2\r\n");
+            client.read_line();
+        }
+    }
+    // Quiet: 5 misses and 5 hits pipelined, the misses left out, `mn` closing the batch.
+    let batch: String =
+        (0..10).map(|i| if i % 2 == 0 { format!("mg q{i} v q\r\n") } else { format!("mg mk{i} v q\r\n") }).collect();
+    client.send(format!("{batch}mn\r\n").as_bytes());
+    let reply = client.read_until(b"MN\r\n");
+    assert_eq!(String::from_utf8_lossy(&reply).matches("VA 2").count(), 5);
+    let s2 = snapshot(&servers);
+    let status = relay.stop();
+    assert_eq!(status.code(), Some(0), "stderr: {}", relay.stderr());
+
+    let summary: Value = serde_json::from_str(&fs::read_to_string(stats_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(sum_delta(&s0, &s1, "cmd_set"), 3 * 40, "every replica stored every ms");
+    assert_eq!(u(&summary, "/types/set/count"), 40);
+    assert_eq!(u(&summary, "/types/get/count"), 70);
+    assert_eq!(u(&summary, "/types/get/hits"), sum_delta(&s1, &s2, "get_hits"), "hits as the servers count them");
+    assert_eq!(u(&summary, "/types/get/misses"), sum_delta(&s1, &s2, "get_misses"), "misses as the servers count them");
+    assert_eq!(u(&summary, "/types/get/misses"), 25);
 }
