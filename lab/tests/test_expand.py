@@ -139,3 +139,18 @@ def test_placement_without_middleware():
     # Fewer instances than servers: every server gets connections.
     config = config_with(servers=3, client_machines=1, instances_per_machine=2, middlewares=0)
     assert [i.targets for i in placement(config)] == [(0, 2), (1,)]
+
+
+def test_protocol_is_a_factor_and_reaches_the_bench_command_line(tmp_path):
+    from memrelay_lab.experiment._processes import bench_command
+
+    configs = expand(parse_experiment(BASE + 'protocol = ["text", "meta"]\n'))
+    assert {c.protocol for c in configs} == {"text", "meta"}
+    assert len(configs) == 2 * len(expand(parse_experiment(BASE)))
+    for config in configs:
+        argv = bench_command("memrelay-bench", config, ["127.0.0.1:1"], 1, tmp_path / "out.json")
+        assert argv[argv.index("--protocol") + 1] == config.protocol
+    meta = next(c for c in configs if c.protocol == "meta")
+    assert "meta" in meta.label()
+    # The default is the text protocol.
+    assert {c.protocol for c in expand(parse_experiment(BASE))} == {"text"}

@@ -268,3 +268,8 @@ def test_run_prints_the_warnings(tmp_path, capsys):
         f"memrelay-lab: warning: {path}:{line}: repetitions: repetitions = 1 gives no confidence intervals "
         "(at least 2 are needed)\n"
     )
+
+
+def test_an_unknown_protocol_is_refused_with_the_choices():
+    text = str(error_of('protocol = "binary"\n' + GOOD))
+    assert "protocol" in text and "text" in text and "meta" in text

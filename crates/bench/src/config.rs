@@ -60,6 +60,10 @@ pub struct Args {
     #[arg(long, alias = "multi-key-get", default_value_t = 1, value_name = "K")]
     pub multiget: u32,
 
+    /// Protocol: `text` (get/set) or `meta` (mg/ms; a multi-get is K quiet `mg`s and `mn`)
+    #[arg(long, value_enum, default_value_t = Protocol::Text)]
+    pub protocol: Protocol,
+
     /// Value size of sets, in bytes
     #[arg(short = 'd', long, default_value_t = 32, value_name = "BYTES")]
     pub data_size: usize,
@@ -142,6 +146,16 @@ pub enum Stop {
     None,
 }
 
+/// The memcached protocol the clients speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// `set`, `get <key>…`.
+    Text,
+    /// `ms`, `mg`; a multi-get of K keys is K pipelined `mg <key> v f q k` and `mn`.
+    Meta,
+}
+
 /// The validated configuration; echoed into the JSON output.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -158,6 +172,7 @@ pub struct Config {
     pub ratio_sets: u32,
     pub ratio_gets: u32,
     pub multiget: u32,
+    pub protocol: Protocol,
     pub data_size: usize,
     pub key_prefix: String,
     pub key_minimum: u64,
@@ -279,6 +294,7 @@ impl Config {
             ratio_sets,
             ratio_gets,
             multiget: args.multiget,
+            protocol: args.protocol,
             data_size: args.data_size,
             key_prefix: args.key_prefix,
             key_minimum: args.key_minimum,

@@ -10,8 +10,9 @@ use std::ops::Range;
 
 use mio::net::TcpStream;
 
-use memrelay_protocol::{Parse, ReplyParser, Status};
+use memrelay_protocol::{Parse, Reply, ReplyParser, Status};
 
+use crate::config::Protocol;
 use crate::stats::Stats;
 use crate::workload::{ClientWorkload, Kind, Templates};
 
@@ -117,6 +118,9 @@ pub struct Conn {
     wbuf: Vec<u8>,
     wpos: usize,
     parser: ReplyParser,
+    protocol: Protocol,
+    /// A meta multi-get under way.
+    batch: Batch,
     pub inflight: VecDeque<Pending>,
     workload: ClientWorkload,
     /// Populate phase: key ids still to set.
@@ -140,6 +144,7 @@ impl Conn {
         workload: ClientWorkload,
         depth: usize,
         max_request: usize,
+        protocol: Protocol,
     ) -> Conn {
         Conn {
             stream: Some(stream),
@@ -151,7 +156,9 @@ impl Conn {
             rlen: 0,
             wbuf: Vec::with_capacity((depth * max_request).min(WRITE_BUF_MAX_START)),
             wpos: 0,
-            parser: ReplyParser::new(Kind::Set.expect()),
+            parser: ReplyParser::new(Kind::Set.expect(protocol)),
+            protocol,
+            batch: Batch::default(),
             inflight: VecDeque::with_capacity(depth),
             workload,
             populate: 0..0,
@@ -196,7 +203,7 @@ impl Conn {
                 self.workload.next(&mut self.wbuf, t)
             };
             if self.inflight.is_empty() {
-                self.parser.reset(kind.expect());
+                self.parser.reset(kind.expect(self.protocol));
                 self.last_rx_ns = now;
             }
             self.inflight.push_back(Pending { kind, keys, start_ns });
@@ -292,15 +299,13 @@ impl Conn {
                     return Err((done, format!("invalid reply from the server: {}", snippet(buf))));
                 }
                 Parse::Complete(reply) => {
-                    let latency = now.saturating_sub(front.start_ns);
-                    let (hits, misses, error) = match front.kind {
-                        Kind::Set => (0, 0, reply.status != Status::Stored),
-                        Kind::Get | Kind::MultiGet if reply.status == Status::End => {
-                            let hits = reply.items.min(front.keys);
-                            (hits, front.keys - hits, false)
-                        }
-                        Kind::Get | Kind::MultiGet => (0, 0, true),
+                    let Some((hits, misses, error)) = outcome(self.protocol, &mut self.batch, &front, &reply) else {
+                        // A hit of a meta multi-get: its batch goes on until `MN`.
+                        self.rpos += reply.consumed;
+                        self.parser.reset(front.kind.expect(self.protocol));
+                        continue;
                     };
+                    let latency = now.saturating_sub(front.start_ns);
                     stats.of(front.kind).record(latency, front.keys, hits, misses, error);
                     if error {
                         let line = &buf[..reply.body_end.min(buf.len())];
@@ -311,7 +316,7 @@ impl Conn {
                     self.inflight.pop_front();
                     done += 1;
                     if let Some(next) = self.inflight.front() {
-                        self.parser.reset(next.kind.expect());
+                        self.parser.reset(next.kind.expect(self.protocol));
                     }
                 }
             }
@@ -338,6 +343,48 @@ impl Conn {
         self.rlen = 0;
         lost
     }
+}
+
+/// The replies of a meta multi-get so far: the `VA` blocks, and whether an error line came.
+#[derive(Debug, Default)]
+struct Batch {
+    hits: u32,
+    error: bool,
+}
+
+/// What a complete reply to `front` counted: hits, misses, error; `None` while a meta
+/// multi-get's batch is still open (a `VA` block or an error line before `MN`).
+fn outcome(protocol: Protocol, batch: &mut Batch, front: &Pending, reply: &Reply) -> Option<(u32, u32, bool)> {
+    let status = reply.status;
+    Some(match (protocol, front.kind) {
+        (Protocol::Text, Kind::Set) => (0, 0, status != Status::Stored),
+        (Protocol::Text, Kind::Get | Kind::MultiGet) if status == Status::End => {
+            let hits = reply.items.min(front.keys);
+            (hits, front.keys - hits, false)
+        }
+        (Protocol::Text, Kind::Get | Kind::MultiGet) => (0, 0, true),
+        (Protocol::Meta, Kind::Set) => (0, 0, status != Status::Done),
+        (Protocol::Meta, Kind::Get) => match status {
+            Status::Value | Status::Done => (1, 0, false),
+            Status::Miss => (0, 1, false),
+            _ => (0, 0, true),
+        },
+        (Protocol::Meta, Kind::MultiGet) => match status {
+            Status::Noop => {
+                let (hits, error) = (batch.hits.min(front.keys), batch.error);
+                *batch = Batch::default();
+                (hits, front.keys - hits, error)
+            }
+            Status::Value => {
+                batch.hits += 1;
+                return None;
+            }
+            _ => {
+                batch.error = true;
+                return None;
+            }
+        },
+    })
 }
 
 /// The start of some bytes, printable, for an error message.

@@ -105,7 +105,7 @@ pub struct Worker {
 
 impl Worker {
     pub fn new(thread: usize, cfg: Arc<Config>, stop: Arc<AtomicBool>, tx: Sender<Report>) -> std::io::Result<Worker> {
-        let templates = Templates::new(&cfg.key_prefix, cfg.data_size);
+        let templates = Templates::new(cfg.protocol, &cfg.key_prefix, cfg.data_size);
         let poll = Poll::new()?;
         let timer = Timer::new()?;
         poll.registry().register(&mut mio::unix::SourceFd(&timer.raw_fd()), TIMER, Interest::READABLE)?;
@@ -157,7 +157,7 @@ impl Worker {
                 .register(&mut stream, Token(local), Interest::READABLE | Interest::WRITABLE)
                 .map_err(|e| format!("cannot register a connection to {name}: {e}"))?;
             let workload = ClientWorkload::new(&cfg, global, total);
-            self.conns.push(Conn::new(stream, global, server, workload, cfg.pipeline, max_request));
+            self.conns.push(Conn::new(stream, global, server, workload, cfg.pipeline, max_request, cfg.protocol));
         }
         let deadline = Instant::now() + Duration::from_secs_f64(cfg.connect_timeout_s);
         let mut pending = self.conns.len();

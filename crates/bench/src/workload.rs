@@ -10,7 +10,7 @@ use rand::SeedableRng;
 
 use memrelay_protocol::Expect;
 
-use crate::config::Config;
+use crate::config::{Config, Protocol};
 use crate::keys::{write_key, write_u64, KeyChooser, KeyRange};
 
 /// Request types, as reported.
@@ -34,10 +34,13 @@ impl Kind {
         }
     }
 
-    pub fn expect(self) -> Expect {
-        match self {
-            Kind::Set => Expect::Line,
-            Kind::Get | Kind::MultiGet => Expect::Values,
+    /// The shape of the (first) reply to this request; a meta multi-get's replies are `VA`
+    /// blocks up to `MN`, each read as a meta reply.
+    pub fn expect(self, protocol: Protocol) -> Expect {
+        match (protocol, self) {
+            (Protocol::Meta, _) => Expect::Meta,
+            (Protocol::Text, Kind::Set) => Expect::Line,
+            (Protocol::Text, Kind::Get | Kind::MultiGet) => Expect::Values,
         }
     }
 }
@@ -45,8 +48,10 @@ impl Kind {
 /// Request pieces built once per run.
 #[derive(Debug, Clone)]
 pub struct Templates {
+    pub protocol: Protocol,
     prefix: Vec<u8>,
-    /// `" 0 0 <size>\r\n"`: flags 0, exptime 0 (memtier's defaults), the value size.
+    /// After the key: text `" 0 0 <size>\r\n"` (flags 0, exptime 0: memtier's defaults), meta
+    /// `" <size> T0 F0\r\n"`.
     set_tail: Vec<u8>,
     /// The value, a fixed pattern, followed by `\r\n`.
     data: Vec<u8>,
@@ -56,27 +61,50 @@ pub struct Templates {
 pub const DATA_BYTE: u8 = b'x';
 
 impl Templates {
-    pub fn new(prefix: &str, data_size: usize) -> Templates {
-        let mut set_tail = b" 0 0 ".to_vec();
+    pub fn new(protocol: Protocol, prefix: &str, data_size: usize) -> Templates {
+        let mut set_tail = match protocol {
+            Protocol::Text => b" 0 0 ".to_vec(),
+            Protocol::Meta => b" ".to_vec(),
+        };
         write_u64(&mut set_tail, data_size as u64);
+        if protocol == Protocol::Meta {
+            set_tail.extend_from_slice(b" T0 F0");
+        }
         set_tail.extend_from_slice(b"\r\n");
         let mut data = vec![DATA_BYTE; data_size];
         data.extend_from_slice(b"\r\n");
-        Templates { prefix: prefix.as_bytes().to_vec(), set_tail, data }
+        Templates { protocol, prefix: prefix.as_bytes().to_vec(), set_tail, data }
     }
 
-    /// `set <prefix><id> 0 0 <size>\r\n<data>\r\n`
+    /// `set <prefix><id> 0 0 <size>\r\n<data>\r\n`, or `ms <prefix><id> <size> T0 F0\r\n…`
     #[inline]
     pub fn write_set(&self, out: &mut Vec<u8>, id: u64) {
-        out.extend_from_slice(b"set ");
+        out.extend_from_slice(match self.protocol {
+            Protocol::Text => b"set ",
+            Protocol::Meta => b"ms ",
+        });
         write_key(out, &self.prefix, id);
         out.extend_from_slice(&self.set_tail);
         out.extend_from_slice(&self.data);
     }
 
-    /// `get <prefix><id> <prefix><id> …\r\n`
+    /// `get <prefix><id> <prefix><id> …\r\n`; meta: `mg <prefix><id> v f\r\n` for one key,
+    /// `mg <prefix><id> v f q k\r\n` per key and `mn\r\n` for several (quiet mode leaves the
+    /// misses out, `mn` ends the batch).
     #[inline]
-    pub fn write_get(&self, out: &mut Vec<u8>, ids: impl Iterator<Item = u64>) {
+    pub fn write_get(&self, out: &mut Vec<u8>, keys: u32, ids: impl Iterator<Item = u64>) {
+        if self.protocol == Protocol::Meta {
+            let flags: &[u8] = if keys == 1 { b" v f\r\n" } else { b" v f q k\r\n" };
+            for id in ids {
+                out.extend_from_slice(b"mg ");
+                write_key(out, &self.prefix, id);
+                out.extend_from_slice(flags);
+            }
+            if keys > 1 {
+                out.extend_from_slice(b"mn\r\n");
+            }
+            return;
+        }
         out.extend_from_slice(b"get");
         for id in ids {
             out.push(b' ');
@@ -89,7 +117,10 @@ impl Templates {
     pub fn max_request_len(&self, multiget: u32) -> usize {
         let key = self.prefix.len() + 20;
         let set = 4 + key + self.set_tail.len() + self.data.len();
-        let get = 3 + (1 + key) * multiget as usize + 2;
+        let get = match self.protocol {
+            Protocol::Text => 3 + (1 + key) * multiget as usize + 2,
+            Protocol::Meta => (3 + key + 11) * multiget as usize + 4,
+        };
         set.max(get)
     }
 }
@@ -138,7 +169,7 @@ impl ClientWorkload {
             (Kind::Set, 1)
         } else {
             let (rng, keys) = (&mut self.rng, &mut self.get_keys);
-            t.write_get(out, (0..self.multiget).map(|_| keys.next(rng)));
+            t.write_get(out, self.multiget, (0..self.multiget).map(|_| keys.next(rng)));
             (if self.multiget == 1 { Kind::Get } else { Kind::MultiGet }, self.multiget)
         }
     }
@@ -177,7 +208,7 @@ mod tests {
 
     #[test]
     fn bytes_match_the_protocol_crates_compose() {
-        let t = Templates::new("memtier-", 5);
+        let t = Templates::new(Protocol::Text, "memtier-", 5);
         let mut ours = Vec::new();
         t.write_set(&mut ours, 1234);
         let mut theirs = Vec::new();
@@ -186,16 +217,37 @@ mod tests {
 
         ours.clear();
         theirs.clear();
-        t.write_get(&mut ours, [1u64, 22, 333].into_iter());
+        t.write_get(&mut ours, 3, [1u64, 22, 333].into_iter());
         compose::retrieval(&mut theirs, Command::Get, [&b"memtier-1"[..], b"memtier-22", b"memtier-333"]);
         assert_eq!(ours, theirs);
         assert!(t.max_request_len(3) >= ours.len());
     }
 
     #[test]
+    fn meta_bytes_match_the_protocol_crates_compose() {
+        let t = Templates::new(Protocol::Meta, "memtier-", 5);
+        let mut ours = Vec::new();
+        t.write_set(&mut ours, 7);
+        let mut theirs = Vec::new();
+        compose::meta(&mut theirs, Command::MetaSet, b"memtier-7", Some(b"xxxxx"), [&b"T0"[..], b"F0"]);
+        assert_eq!(ours, theirs);
+        ours.clear();
+        t.write_get(&mut ours, 2, [1u64, 22].into_iter());
+        assert_eq!(ours, b"mg memtier-1 v f q k\r\nmg memtier-22 v f q k\r\nmn\r\n");
+        assert!(t.max_request_len(2) >= ours.len());
+        // Every piece parses as one meta request.
+        let mut rest = &ours[..];
+        while !rest.is_empty() {
+            let Parse::Complete(req) = parse_request(rest, &Limits::default()) else { panic!() };
+            assert!(req.command.is_meta());
+            rest = &rest[req.consumed..];
+        }
+    }
+
+    #[test]
     fn ratio_counts_requests_and_multiget_size_is_exact() {
         let cfg = config(&["--ratio", "1:6", "--multiget", "7", "--key-maximum", "999"]);
-        let t = Templates::new(&cfg.key_prefix, cfg.data_size);
+        let t = Templates::new(cfg.protocol, &cfg.key_prefix, cfg.data_size);
         let mut w = ClientWorkload::new(&cfg, 3, 10);
         let (mut sets, mut gets) = (0, 0);
         let mut out = Vec::new();
@@ -223,7 +275,7 @@ mod tests {
     #[test]
     fn same_seed_same_keys_other_client_other_keys() {
         let cfg = config(&["--ratio", "0:1"]);
-        let t = Templates::new(&cfg.key_prefix, cfg.data_size);
+        let t = Templates::new(cfg.protocol, &cfg.key_prefix, cfg.data_size);
         let run = |client| {
             let mut w = ClientWorkload::new(&cfg, client, 4);
             let mut out = Vec::new();

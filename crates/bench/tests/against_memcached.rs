@@ -112,6 +112,47 @@ fn counts_hits_and_misses_equal_the_servers_stats() {
     check_json_shape(&j);
 }
 
+/// Meta mode against memcached directly: single gets (`mg`), multi-gets (quiet `mg`s and `mn`)
+/// and sets (`ms`), each counted as memcached counts them.
+#[test]
+fn meta_protocol_counts_equal_the_servers_stats() {
+    let mc = Memcached::start();
+    for (multiget, kind) in [("1", "get"), ("5", "multiget")] {
+        let before = mc.stats();
+        let out = bench(&[
+            "--server",
+            &mc.addr(),
+            "--protocol",
+            "meta",
+            "--threads",
+            "2",
+            "--clients",
+            "3",
+            "--requests",
+            "400",
+            "--ratio",
+            "1:3",
+            "--multiget",
+            multiget,
+            "--key-maximum",
+            "299",
+            "--quiet",
+        ]);
+        assert!(out.status.success(), "{}", out.stderr);
+        let after = mc.stats();
+        let j = out.json.unwrap();
+        assert_eq!(j["config"]["protocol"], "meta");
+        assert_eq!(u(&j["set"]["count"]), 6 * 400 / 4);
+        assert_eq!(u(&j[kind]["count"]), 6 * 400 * 3 / 4);
+        assert_eq!(u(&j["set"]["count"]), delta(&before, &after, "cmd_set"), "{kind}: sets");
+        assert_eq!(u(&j[kind]["keys"]), delta(&before, &after, "cmd_get"), "{kind}: keys");
+        assert_eq!(u(&j[kind]["hits"]), delta(&before, &after, "get_hits"), "{kind}: hits");
+        assert_eq!(u(&j[kind]["misses"]), delta(&before, &after, "get_misses"), "{kind}: misses");
+        assert!(u(&j[kind]["hits"]) > 0 && u(&j[kind]["misses"]) > 0);
+        assert_eq!(u(&j["totals"]["errors"]), 0);
+    }
+}
+
 #[test]
 fn populate_then_read_only_has_no_misses() {
     let mc = Memcached::start();

@@ -39,6 +39,7 @@ __all__ = ["Configuration", "Instance", "Run", "expand", "placement", "plan"]
 # Nesting of the cross product, outermost first; the last varies fastest.
 _PRODUCT_ORDER = [
     "workload",
+    "protocol",
     "multiget",
     "sharded",
     "servers",
@@ -90,6 +91,7 @@ class Configuration:
     cooldown: float
     populate: bool
     block: int | None = None
+    protocol: str = "text"
 
     @property
     def sets(self) -> int:
@@ -165,6 +167,8 @@ class Configuration:
             f"{self.threads_per_instance}x{self.clients_per_thread})"
         )
         shown["workload"] = self.workload
+        if self.protocol != "text":
+            shown["protocol"] = self.protocol
         if self.multiget > 1:
             shown["multiget"] = f"{self.multiget}{' sharded' if self.sharded else ''}"
         return configuration_label(shown)

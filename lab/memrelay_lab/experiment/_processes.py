@@ -136,6 +136,7 @@ def bench_command(
         "--multiget", str(config.multiget),
         "--key-pattern", config.key_pattern,
         "--pipeline", str(config.pipeline),
+        "--protocol", config.protocol,
         "--seed", str(seed),
         *_key_options(config),
         "--json-out", str(json_out),

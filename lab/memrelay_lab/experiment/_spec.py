@@ -249,6 +249,8 @@ PARAMETERS: dict[str, Parameter] = {
         _p("keys", _whole(1), 10000, "key range: key ids 1..keys"),
         _p("key_pattern", _key_pattern, "R", "key choice: R uniform, S sequential, G gaussian, Z zipf"),
         _p("pipeline", _whole(1), 1, "requests in flight per virtual client"),
+        _p("protocol", _choice("text", "meta"), "text",
+           "what the clients speak: text (get/set) or meta (mg/ms; a multi-get is K quiet mg and mn)"),
     ]
 }
 

@@ -20,7 +20,7 @@
 Every row carries the configuration columns (servers, client_machines,
 instances_per_machine, threads_per_instance, clients_per_thread, clients (total), workload,
 ratio, sets, gets, write_fraction, multiget, sharded, middlewares, workers, engine,
-distribution, replication, replicas, read_from, value_size, keys, key_pattern, pipeline,
+distribution, replication, replicas, read_from, value_size, keys, key_pattern, pipeline, protocol,
 test_time, warmup, cooldown, ...) and ``experiment``, ``profile``, ``run_id``,
 ``configuration``, ``repetition``, so ``groupby`` works directly. Keys that do not apply are
 filled rather than left empty (pandas' groupby drops empty keys): without a middleware
