@@ -61,6 +61,15 @@ const SEEDS: &[&[u8]] = &[
     b"decr n 3\r\n",
     b"delete k\r\n",
     b"touch k 100\r\n",
+    b"gat 100 k j\r\n",
+    b"gats 0 k\r\n",
+    b"mg k v f t k Oab\r\n",
+    b"mg k v q\r\nmn\r\n",
+    b"ms k 3 T0 F5\r\nabc\r\n",
+    b"ms k 1 MA q\r\nz\r\n",
+    b"md k q\r\n",
+    b"ma n D2 v\r\n",
+    b"mn\r\n",
 ];
 
 const INSERTS: &[&[u8]] = &[
@@ -81,6 +90,10 @@ const INSERTS: &[&[u8]] = &[
     b"noreply",
     b"0x10",
     b"99999999999",
+    b" q",
+    b" b",
+    b" C1",
+    b" v v",
 ];
 
 fn mutate(rng: &mut Rng) -> Vec<u8> {

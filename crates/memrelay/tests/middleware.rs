@@ -474,6 +474,10 @@ fn bad_input(engine: &str) {
 
     c.send(b"quit\r\n");
     assert_eq!(c.closed_within(Duration::from_secs(3)), Some(Vec::new()), "quit closes without a reply");
+    // As memcached: whatever follows `quit` on its line, and after it, the connection closes.
+    let mut q = relay.client();
+    q.send(b"quit now\r\nget k\r\n");
+    assert_eq!(q.closed_within(Duration::from_secs(3)), Some(Vec::new()), "quit now closes without a reply");
     // memrelay goes on serving.
     assert_usable(&mut relay.client());
 }

@@ -35,11 +35,8 @@ pub(super) fn version(request: Request, _args: &Args) -> Parse<Request> {
     Parse::Complete(request)
 }
 
-/// `quit`: nothing after the command.
-pub(super) fn quit(request: Request, args: &Args) -> Parse<Request> {
-    if !args.is_empty() {
-        return args.wrong_count();
-    }
+/// `quit`: memcached closes the connection whatever follows the command.
+pub(super) fn quit(request: Request, _args: &Args) -> Parse<Request> {
     Parse::Complete(request)
 }
 
