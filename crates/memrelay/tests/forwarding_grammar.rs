@@ -73,13 +73,7 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
             if fixed == 5 {
                 read.number = text(args[4])?.parse().map_err(|_| "cas")?;
             }
-            let start = newline + 1;
-            let block = buf.get(start..start + bytes + 2).ok_or("data block short")?;
-            if &block[bytes..] != b"\r\n" {
-                return Err("bad data chunk".into());
-            }
-            read.data = block[..bytes].to_vec();
-            read.consumed = start + bytes + 2;
+            (read.data, read.consumed) = data_block(buf, newline + 1, bytes)?;
         }
         "gat" | "gats" => {
             let (exptime, keys) = args.split_first().ok_or("gat without expiry")?;
@@ -97,13 +91,7 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
             read.meta_flags = args[1 + data_len..].iter().map(|t| t.to_vec()).collect();
             if read.command == "ms" {
                 let bytes: usize = text(args[1])?.parse().map_err(|_| "bytes")?;
-                let start = newline + 1;
-                let block = buf.get(start..start + bytes + 2).ok_or("data block short")?;
-                if &block[bytes..] != b"\r\n" {
-                    return Err("bad data chunk".into());
-                }
-                read.data = block[..bytes].to_vec();
-                read.consumed = start + bytes + 2;
+                (read.data, read.consumed) = data_block(buf, newline + 1, bytes)?;
             }
         }
         "incr" | "decr" => {
@@ -134,6 +122,15 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
         other => return Err(format!("memrelay never forwards `{other}`")),
     }
     Ok(read)
+}
+
+/// The data block of `bytes` bytes at `start` and where the request ends, as memcached reads it.
+fn data_block(buf: &[u8], start: usize, bytes: usize) -> Result<(Vec<u8>, usize), String> {
+    let block = buf.get(start..start + bytes + 2).ok_or("data block short")?;
+    if &block[bytes..] != b"\r\n" {
+        return Err("bad data chunk".into());
+    }
+    Ok((block[..bytes].to_vec(), start + bytes + 2))
 }
 
 fn check(input: &[u8]) {

@@ -179,19 +179,10 @@ impl ReplyParser {
             }
             match self.expect {
                 Expect::Values if line.starts_with(b"VALUE ") => {
-                    // Checked: a server may declare any length; past the limit it is a lie.
-                    let end = value_length(line)
-                        .filter(|&bytes| bytes <= self.max_value_len)
-                        .and_then(|bytes| after_line.checked_add(bytes)?.checked_add(2));
-                    let Some(end) = end else {
-                        return Parse::Invalid(ReplyError::BadValueHeader);
+                    let end = match self.data_block(buf, after_line, value_length(line)) {
+                        Ok(end) => end,
+                        Err(incomplete_or_invalid) => return incomplete_or_invalid,
                     };
-                    if buf.len() < end {
-                        return Parse::Incomplete;
-                    }
-                    if &buf[end - 2..end] != b"\r\n" {
-                        return Parse::Invalid(ReplyError::BadDataBlock);
-                    }
                     self.scanned = end;
                     self.items += 1;
                     continue;
@@ -215,6 +206,28 @@ impl ReplyParser {
 }
 
 impl ReplyParser {
+    /// Where the data block of `bytes` declared bytes, starting at `after_line`, ends (after its
+    /// `\r\n`); or the parse to return: incomplete, or invalid for a missing or absurd length
+    /// (a server may declare any; past the limit it is a lie) or a block not ended by `\r\n`.
+    fn data_block(
+        &self,
+        buf: &[u8],
+        after_line: usize,
+        bytes: Option<usize>,
+    ) -> Result<usize, Parse<Reply, ReplyError>> {
+        let end = bytes
+            .filter(|&bytes| bytes <= self.max_value_len)
+            .and_then(|bytes| after_line.checked_add(bytes)?.checked_add(2))
+            .ok_or(Parse::Invalid(ReplyError::BadValueHeader))?;
+        if buf.len() < end {
+            return Err(Parse::Incomplete);
+        }
+        if &buf[end - 2..end] != b"\r\n" {
+            return Err(Parse::Invalid(ReplyError::BadDataBlock));
+        }
+        Ok(end)
+    }
+
     /// A meta reply whose first line is `line`, `after_line` bytes into `buf`.
     fn meta(&self, buf: &[u8], line: &[u8], after_line: usize) -> Parse<Reply, ReplyError> {
         let single =
@@ -222,21 +235,11 @@ impl ReplyParser {
         let mut fields = tokens(line).map(|(_, t)| t);
         let status = match fields.next().unwrap_or_default() {
             b"VA" => {
-                let end = fields
-                    .next()
-                    .and_then(parse_u64)
-                    .and_then(|bytes| usize::try_from(bytes).ok())
-                    .filter(|&bytes| bytes <= self.max_value_len)
-                    .and_then(|bytes| after_line.checked_add(bytes)?.checked_add(2));
-                let Some(end) = end else {
-                    return Parse::Invalid(ReplyError::BadValueHeader);
+                let bytes = fields.next().and_then(parse_u64).and_then(|bytes| usize::try_from(bytes).ok());
+                let end = match self.data_block(buf, after_line, bytes) {
+                    Ok(end) => end,
+                    Err(incomplete_or_invalid) => return incomplete_or_invalid,
                 };
-                if buf.len() < end {
-                    return Parse::Incomplete;
-                }
-                if &buf[end - 2..end] != b"\r\n" {
-                    return Parse::Invalid(ReplyError::BadDataBlock);
-                }
                 return Parse::Complete(Reply {
                     status: Status::Value,
                     consumed: end,
