@@ -1,6 +1,7 @@
 //! The command line (binary side only): the clap definition of every option and its conversion,
 //! validated once, into the library's typed [`Settings`]. Nothing in the library sees clap.
 
+use memrelay::health::HealthSettings;
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -66,6 +67,19 @@ pub struct Args {
     /// How long a server may take to answer (connect, write, reply) before SERVER_ERROR.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub server_timeout_ms: u64,
+
+    /// Consecutive failed exchanges after which a server is down: requests for it then fail at
+    /// once (or fail over) until it answers a `version` probe. 0: never
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub down_after: u32,
+
+    /// First probe of a down server after this long; the delay doubles per failed probe
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    pub probe_first_ms: u64,
+
+    /// Longest delay between two probes of a down server
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub probe_max_ms: u64,
 
     /// Most clients connected at once; more are answered SERVER_ERROR and closed.
     #[arg(long, default_value_t = 16384)]
@@ -139,6 +153,9 @@ impl Args {
         if self.server_timeout_ms == 0 {
             return Err("--server-timeout-ms must be at least 1".into());
         }
+        if self.probe_first_ms == 0 || self.probe_max_ms < self.probe_first_ms {
+            return Err("--probe-first-ms must be at least 1 and at most --probe-max-ms".into());
+        }
         if self.max_value_size == 0 {
             return Err("--max-value-size must be at least 1".into());
         }
@@ -176,6 +193,11 @@ impl Args {
                 verbose: self.verbose,
             },
             server_timeout: Duration::from_millis(self.server_timeout_ms),
+            health: HealthSettings {
+                down_after: self.down_after,
+                probe_first: Duration::from_millis(self.probe_first_ms),
+                probe_max: Duration::from_millis(self.probe_max_ms),
+            },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
         })
     }

@@ -28,6 +28,7 @@ mod buffer;
 mod client;
 mod engine;
 pub mod fuzzing;
+pub mod health;
 pub mod measure;
 mod relay;
 pub mod routing;

@@ -30,6 +30,8 @@ pub struct Settings {
     pub measurement: Measurement,
     /// How long a server may take (connect, write, reply) before the client gets SERVER_ERROR.
     pub server_timeout: Duration,
+    /// When a failing server is taken down, and how it is probed.
+    pub health: crate::health::HealthSettings,
     /// Longest a shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
 }
@@ -171,6 +173,7 @@ impl Settings {
             },
             "failover": self.routing.failover,
             "server_timeout_ms": self.server_timeout.as_millis() as u64,
+            "down_after": self.health.down_after,
             "stats_window_s": self.measurement.window.as_secs_f64(),
             "request_log_sample": self.measurement.request_log_sample,
         })

@@ -15,6 +15,7 @@ use mio::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
 use crate::client::local::LocalAnswers;
+use crate::health::{self, Health};
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Recorder, Window, WindowClock};
 use crate::measure::stats::StatsThread;
@@ -68,6 +69,7 @@ impl std::error::Error for Error {}
 pub(crate) struct Runtime {
     pub settings: Arc<Settings>,
     pub router: Arc<Router>,
+    pub health: Arc<Health>,
     pub live: Arc<LiveTotals>,
     pub shutdown: Arc<AtomicBool>,
     clock: WindowClock,
@@ -76,6 +78,7 @@ pub(crate) struct Runtime {
     stats: JoinHandle<io::Result<()>>,
     /// Tells the stats thread to stop waiting for recorders whose threads are stuck.
     stop_stats: Arc<AtomicBool>,
+    probe: JoinHandle<()>,
 }
 
 impl Runtime {
@@ -92,7 +95,15 @@ impl Runtime {
         let stop_stats = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&stop_stats);
         let stats = spawn("stats", move || stats.run(stop))?;
-        Ok(Runtime { settings, router, live, shutdown, clock, to_stats, recycled, stats, stop_stats })
+        let names = settings.servers.iter().map(|s| s.name.clone()).collect();
+        let health = Arc::new(Health::new(names, settings.health));
+        let probe = {
+            let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
+            let addrs = settings.servers.iter().map(|s| s.addr).collect();
+            let timeout = settings.server_timeout;
+            spawn("probe", move || health::probe::run(health, addrs, timeout, shutdown))?
+        };
+        Ok(Runtime { settings, router, health, live, shutdown, clock, to_stats, recycled, stats, stop_stats, probe })
     }
 
     /// The recorder of recording thread `thread` (numbered from 0).
@@ -110,7 +121,7 @@ impl Runtime {
     /// The answers to `version`, `stats` and the like; `threads` is what `stats` reports.
     pub fn local_answers(&self, threads: usize) -> LocalAnswers {
         let names = self.settings.servers.iter().map(|s| s.name.clone()).collect();
-        LocalAnswers::new(Arc::clone(&self.live), names, threads)
+        LocalAnswers::new(Arc::clone(&self.live), Arc::clone(&self.health), names, threads)
     }
 
     /// On SIGINT/SIGTERM: sets the shutdown flag and calls `wake`.
@@ -122,8 +133,10 @@ impl Runtime {
     /// until `by`: then it writes what it has (a thread still holding a recorder is stuck in an
     /// exchange past the shutdown grace).
     pub fn finish(self, by: Instant) -> Result<(), Error> {
-        let Runtime { to_stats, recycled, stats, stop_stats, .. } = self;
+        let Runtime { to_stats, recycled, stats, stop_stats, probe, .. } = self;
         drop((to_stats, recycled));
+        // The probe thread sees the shutdown flag within a tick (or one probe's timeout).
+        wait_until_finished(&probe, by);
         wait_until_finished(&stats, by);
         stop_stats.store(true, Ordering::Release);
         match stats.join() {

@@ -74,6 +74,24 @@ impl Memcached {
         }
     }
 
+    /// Stops the server without closing its sockets (SIGSTOP): connections and connects still
+    /// succeed in the kernel, nothing is answered. Killing it on drop works while paused.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let child = self.child.as_ref().expect("a running memcached");
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        assert_eq!(rc, 0, "kill({signal}) failed");
+    }
+
     pub fn client(&self) -> Client {
         Client::connect(&self.addr())
     }

@@ -11,6 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use memrelay_protocol::{compose, Command, Request};
 
+use crate::health::Health;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::Kind;
 
@@ -37,14 +38,15 @@ pub(crate) fn is_local(request: &Request, buf: &[u8]) -> bool {
 #[derive(Clone)]
 pub struct LocalAnswers {
     live: Arc<LiveTotals>,
+    health: Arc<Health>,
     started: Instant,
     servers: Vec<String>,
     threads: usize,
 }
 
 impl LocalAnswers {
-    pub fn new(live: Arc<LiveTotals>, servers: Vec<String>, threads: usize) -> LocalAnswers {
-        LocalAnswers { live, started: Instant::now(), servers, threads }
+    pub fn new(live: Arc<LiveTotals>, health: Arc<Health>, servers: Vec<String>, threads: usize) -> LocalAnswers {
+        LocalAnswers { live, health, started: Instant::now(), servers, threads }
     }
 
     pub fn connection_opened(&self) {
@@ -98,6 +100,10 @@ impl LocalAnswers {
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));
         compose::stat(out, "queue_length", queue_length);
+        for i in 0..self.servers.len() {
+            compose::stat(out, &format!("server_{i}_state"), self.health.state(i));
+            compose::stat(out, &format!("server_{i}_downs"), self.health.downs(i));
+        }
         let Some(totals) = self.live.totals() else {
             out.extend_from_slice(compose::END);
             return;

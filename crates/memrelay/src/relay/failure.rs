@@ -15,6 +15,8 @@ pub enum Failure {
     Reset,
     /// The server sent something that is not a memcached reply.
     BadReply,
+    /// The server is down (health): failed at once, without trying it.
+    Down,
 }
 
 impl Failure {
@@ -24,6 +26,7 @@ impl Failure {
             Failure::Timeout => "server timeout",
             Failure::Reset => "server closed the connection",
             Failure::BadReply => "invalid reply from server",
+            Failure::Down => "server down",
         }
     }
 

@@ -89,7 +89,10 @@ impl EventLoop {
             let expect = outgoing.expect();
             let upstream = &mut self.upstreams[server];
             self.recorder.server_request(server);
-            if upstream.available(self.poll.registry(), now) {
+            if self.health.is_down(server) {
+                self.recorder.server_failure(server);
+                self.target_done(index, target, TargetResult::Failed(Failure::Down), &[]);
+            } else if upstream.available(self.poll.registry(), now) {
                 let target = target as u16;
                 let outstanding =
                     Outstanding { request: index, generation, target, expect, deadline: now + self.timeout };
@@ -99,6 +102,7 @@ impl EventLoop {
                 }
             } else {
                 self.recorder.server_failure(server);
+                self.health.failed(server, Failure::Unavailable);
                 self.target_done(index, target, TargetResult::Failed(Failure::Unavailable), &[]);
             }
         }

@@ -50,6 +50,7 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
             listener,
             &settings,
             Arc::clone(&runtime.router),
+            Arc::clone(&runtime.health),
             runtime.recorder(id),
             local.clone(),
         )?);

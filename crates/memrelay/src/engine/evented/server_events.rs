@@ -39,7 +39,9 @@ impl EventLoop {
         let mut completed = std::mem::take(&mut self.completed);
         completed.clear();
         let inflight = &mut self.inflight;
+        let mut replies = 0;
         let result = self.upstreams[server].on_readable(to_eof, |outstanding, reply, bytes| {
+            replies += 1;
             let entry = inflight.get_mut(outstanding.request);
             let target = usize::from(outstanding.target);
             if entry.generation == outstanding.generation
@@ -48,6 +50,9 @@ impl EventLoop {
                 completed.push(outstanding.request);
             }
         });
+        if replies > 0 {
+            self.health.answered(server);
+        }
         for &index in &completed {
             self.targets_complete(index);
         }
@@ -62,6 +67,7 @@ impl EventLoop {
         failed.clear();
         self.upstreams[server].fail(self.poll.registry(), Instant::now(), &mut failed);
         self.recorder.server_failure(server);
+        self.health.failed(server, failure);
         for outstanding in &failed {
             if self.inflight.get(outstanding.request).generation == outstanding.generation {
                 let target = usize::from(outstanding.target);

@@ -19,6 +19,7 @@ use crate::client::io::ReadLimit;
 use crate::client::local::LocalAnswers;
 use crate::client::{ClientSide, Next};
 use crate::engine::event_loop::{self, Scheduler};
+use crate::health::Health;
 use crate::measure::metrics::Recorder;
 use crate::routing::{RouteBuf, Router};
 use crate::settings::Settings;
@@ -46,6 +47,7 @@ pub(super) struct EventLoop {
     pub addrs: Vec<SocketAddr>,
     pub inflight: Requests,
     pub router: Arc<Router>,
+    pub health: Arc<Health>,
     pub route: RouteBuf,
     pub replicas: Vec<usize>,
     pub failed: Vec<Outstanding>,
@@ -67,6 +69,7 @@ impl EventLoop {
         listener: TcpListener,
         settings: &Settings,
         router: Arc<Router>,
+        health: Arc<Health>,
         recorder: Recorder,
         local: LocalAnswers,
     ) -> Result<EventLoop, Error> {
@@ -86,6 +89,7 @@ impl EventLoop {
             addrs: settings.servers.iter().map(|s| s.addr).collect(),
             inflight: Requests::default(),
             router,
+            health,
             route: RouteBuf::default(),
             replicas: Vec::new(),
             failed: Vec::new(),

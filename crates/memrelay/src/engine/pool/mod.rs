@@ -53,7 +53,8 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
     let (done_in, done_out) = crossbeam_channel::unbounded::<Box<Job>>();
     let mut worker_threads = Vec::with_capacity(workers);
     for id in 0..workers {
-        let worker = Worker::new(&settings, Arc::clone(&runtime.router), runtime.recorder(id + 1));
+        let worker =
+            Worker::new(&settings, Arc::clone(&runtime.router), Arc::clone(&runtime.health), runtime.recorder(id + 1));
         let (queue, done, waker) = (queue_out.clone(), done_in.clone(), Arc::clone(&waker));
         worker_threads.push(startup::spawn(&format!("worker-{id}"), move || {
             worker.run(queue, done, move || {

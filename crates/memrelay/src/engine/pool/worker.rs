@@ -12,6 +12,7 @@ use memrelay_protocol::Request;
 
 use super::job::Job;
 use super::server::ServerConn;
+use crate::health::Health;
 use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::failover_target;
 use crate::relay::failure::Failure;
@@ -22,6 +23,7 @@ use crate::settings::Settings;
 
 pub(crate) struct Worker {
     router: Arc<Router>,
+    health: Arc<Health>,
     servers: Vec<ServerConn>,
     route: RouteBuf,
     /// The bytes a target gets, composed from the parsed request.
@@ -36,7 +38,7 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    pub fn new(settings: &Settings, router: Arc<Router>, recorder: Recorder) -> Worker {
+    pub fn new(settings: &Settings, router: Arc<Router>, health: Arc<Health>, recorder: Recorder) -> Worker {
         let servers = settings
             .servers
             .iter()
@@ -52,6 +54,7 @@ impl Worker {
             failover: settings.routing.fails_over(),
             timeout: settings.server_timeout,
             router,
+            health,
             recorder,
         }
     }
@@ -100,6 +103,8 @@ impl Worker {
                 while self.results[0].is_err() {
                     let Some(next) = failover_target(&self.replicas, first, attempt) else { break };
                     self.route.targets[0] = next;
+                    // Each replica gets its own timeout, as in the evented engine.
+                    let deadline = Instant::now() + self.timeout;
                     self.exchange(&request, &job.input, plan, copying, deadline, 0);
                     attempt += 1;
                 }
@@ -150,8 +155,12 @@ impl Worker {
         self.results.truncate(from);
         for &target in &self.route.targets[from..] {
             self.scratch.clear();
-            outgoing.compose_for(target, &mut self.scratch);
-            self.results.push(self.servers[target].send(&self.scratch, deadline));
+            if self.health.is_down(target) {
+                self.results.push(Err(Failure::Down));
+            } else {
+                outgoing.compose_for(target, &mut self.scratch);
+                self.results.push(self.servers[target].send(&self.scratch, deadline));
+            }
             self.recorder.server_request(target);
         }
         let expect = outgoing.expect();
@@ -159,8 +168,12 @@ impl Worker {
             if self.results[i].is_ok() {
                 self.results[i] = self.servers[target].receive(expect, deadline).map(|_| ());
             }
-            if self.results[i].is_err() {
-                self.recorder.server_failure(target);
+            match self.results[i] {
+                Ok(()) => self.health.answered(target),
+                Err(failure) => {
+                    self.recorder.server_failure(target);
+                    self.health.failed(target, failure);
+                }
             }
         }
     }

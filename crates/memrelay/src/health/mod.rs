@@ -1,0 +1,162 @@
+//! Per-server health, shared by every thread of both engines (mcrouter's TKO, without its
+//! remapping): after `down_after` consecutive failed exchanges a server is **down**, and requests
+//! that need it fail at once with `SERVER_ERROR server down (<server>)` (or fail over to a
+//! replica where the read policy allows) instead of each waiting for the server timeout. Keys are
+//! never moved to other servers by it. A probe thread ([`probe`]) sends the server `version` on
+//! an exponential backoff and brings it back up when it answers. Each change of state is logged
+//! once and counted, for `stats`.
+//!
+//! The hot path only loads an atomic per target (`is_down`) and, on a reply, loads the failure
+//! count (written only when it is not zero already), so a healthy pool costs no shared writes.
+
+pub(crate) mod probe;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::relay::failure::Failure;
+
+/// When a server is taken down and how it is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthSettings {
+    /// Consecutive failures that take a server down; 0 never does.
+    pub down_after: u32,
+    /// The first probe's delay after a server went down; it doubles per failed probe.
+    pub probe_first: Duration,
+    /// The longest delay between probes.
+    pub probe_max: Duration,
+}
+
+impl Default for HealthSettings {
+    fn default() -> Self {
+        HealthSettings { down_after: 3, probe_first: Duration::from_millis(100), probe_max: Duration::from_secs(5) }
+    }
+}
+
+#[derive(Debug, Default)]
+struct ServerHealth {
+    consecutive_failures: AtomicU32,
+    down: AtomicBool,
+    /// Times the server went down.
+    downs: AtomicU64,
+}
+
+#[derive(Debug)]
+pub struct Health {
+    servers: Vec<ServerHealth>,
+    names: Vec<String>,
+    settings: HealthSettings,
+}
+
+impl Health {
+    pub fn new(names: Vec<String>, settings: HealthSettings) -> Health {
+        Health { servers: names.iter().map(|_| ServerHealth::default()).collect(), names, settings }
+    }
+
+    pub fn settings(&self) -> HealthSettings {
+        self.settings
+    }
+
+    pub fn servers(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub fn name(&self, server: usize) -> &str {
+        &self.names[server]
+    }
+
+    /// Whether requests for `server` fail at once.
+    #[inline]
+    pub fn is_down(&self, server: usize) -> bool {
+        self.servers[server].down.load(Ordering::Relaxed)
+    }
+
+    /// The server answered an exchange.
+    #[inline]
+    pub fn answered(&self, server: usize) {
+        let s = &self.servers[server];
+        if s.consecutive_failures.load(Ordering::Relaxed) != 0 {
+            s.consecutive_failures.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// An exchange with the server failed; the `down_after`-th in a row takes it down.
+    pub fn failed(&self, server: usize, failure: Failure) {
+        if self.settings.down_after == 0 || failure == Failure::Down {
+            return;
+        }
+        let s = &self.servers[server];
+        let failures = s.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if failures >= self.settings.down_after && !s.down.swap(true, Ordering::AcqRel) {
+            s.downs.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "memrelay: server {} is down after {failures} consecutive failures (last: {}); requests for it \
+                 fail at once until it answers a probe",
+                self.names[server],
+                failure.reason()
+            );
+        }
+    }
+
+    /// A probe was answered: the server is up again.
+    pub fn probe_answered(&self, server: usize, down_for: Duration) {
+        let s = &self.servers[server];
+        s.consecutive_failures.store(0, Ordering::Relaxed);
+        if s.down.swap(false, Ordering::AcqRel) {
+            eprintln!(
+                "memrelay: server {} is up again (answered a probe after {:.1} s down)",
+                self.names[server],
+                down_for.as_secs_f64()
+            );
+        }
+    }
+
+    /// `up` or `down`, for `stats`.
+    pub fn state(&self, server: usize) -> &'static str {
+        if self.is_down(server) {
+            "down"
+        } else {
+            "up"
+        }
+    }
+
+    pub fn downs(&self, server: usize) -> u64 {
+        self.servers[server].downs.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn health(down_after: u32) -> Health {
+        Health::new(vec!["a:1".into(), "b:2".into()], HealthSettings { down_after, ..HealthSettings::default() })
+    }
+
+    #[test]
+    fn consecutive_failures_take_a_server_down_and_an_answer_resets_the_count() {
+        let h = health(3);
+        h.failed(0, Failure::Timeout);
+        h.failed(0, Failure::Timeout);
+        h.answered(0);
+        h.failed(0, Failure::Reset);
+        h.failed(0, Failure::Timeout);
+        assert!(!h.is_down(0), "the answer in between reset the count");
+        h.failed(0, Failure::Timeout);
+        assert!(h.is_down(0) && !h.is_down(1));
+        assert_eq!((h.state(0), h.downs(0)), ("down", 1));
+        // Failing fast while down does not count again.
+        h.failed(0, Failure::Down);
+        h.probe_answered(0, Duration::from_secs(1));
+        assert_eq!((h.state(0), h.downs(0)), ("up", 1));
+    }
+
+    #[test]
+    fn zero_never_takes_a_server_down() {
+        let h = health(0);
+        for _ in 0..100 {
+            h.failed(1, Failure::Timeout);
+        }
+        assert!(!h.is_down(1));
+    }
+}

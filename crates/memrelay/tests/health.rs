@@ -1,0 +1,131 @@
+//! Per-server health against a real memcached that stops answering (SIGSTOP): at most
+//! `--down-after` requests wait for the server timeout, after which requests that need the server
+//! fail within milliseconds (or, with failover, are served by a replica at once); SIGCONT brings
+//! it back through a `version` probe, and `stats` shows the state and the transitions.
+//!
+//! Every test is a function of the engine's name and runs once per engine (see `common`).
+
+#[macro_use]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+macro_rules! suite {
+    ($($engine:ident: $name:literal),* $(,)?) => {
+        $(
+            engine_tests!($engine: $name;
+                a_stopped_server_costs_at_most_k_timeouts_then_fails_fast,
+                reads_fail_over_at_once_while_a_replica_is_down,
+            );
+        )*
+
+        #[test]
+        fn every_engine_has_a_suite() {
+            assert_eq!(&[$($name),*][..], ENGINES);
+        }
+    };
+}
+for_each_engine!(suite);
+
+const TIMEOUT_MS: u64 = 400;
+const DOWN_AFTER: usize = 2;
+
+fn stat(client: &mut Client, name: &str) -> String {
+    client.send(b"stats\r\n");
+    let reply = String::from_utf8(client.read_until(b"END\r\n")).unwrap();
+    let prefix = format!("STAT {name} ");
+    reply.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).unwrap_or_default()
+}
+
+fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let timeout = TIMEOUT_MS.to_string();
+    let relay = Memrelay::start(
+        engine,
+        &refs,
+        &["--server-timeout-ms", &timeout, "--down-after", "2", "--probe-first-ms", "50", "--probe-max-ms", "200"],
+    );
+    let mut c = relay.client();
+    c.set_read_timeout(Duration::from_secs(10));
+    assert_eq!(c.set("k", b"v"), "STORED\r\n");
+    servers[1].pause();
+    // Writes need every server: each fails, the first ones after the timeout, then at once.
+    let (mut slow, mut fast) = (0, 0);
+    for _ in 0..12 {
+        let started = Instant::now();
+        let reply = c.set("k", b"w");
+        let took = started.elapsed();
+        assert!(reply.starts_with("SERVER_ERROR "), "{reply}");
+        if took >= Duration::from_millis(TIMEOUT_MS * 3 / 4) {
+            slow += 1;
+        } else {
+            assert!(took < Duration::from_millis(50), "a request to a down server took {took:?}");
+            // Down, or (before the count is reached) a connection still backing off.
+            assert!(reply.contains("server down") || reply.contains("server unavailable"), "{reply}");
+            fast += 1;
+        }
+    }
+    assert!(slow <= DOWN_AFTER, "{slow} requests waited for the timeout");
+    assert!(fast >= 12 - DOWN_AFTER);
+    assert_eq!(stat(&mut c, "server_1_state"), "down");
+    assert_eq!(stat(&mut c, "server_0_state"), "up");
+    // Back through a probe, without a restart of anything.
+    servers[1].resume();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.set("k", b"x") != "STORED\r\n" {
+        assert!(Instant::now() < deadline, "the server did not come back through a probe");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(stat(&mut c, "server_1_state"), "up");
+    assert_eq!(stat(&mut c, "server_1_downs"), "1");
+    for server in &servers {
+        assert_eq!(server.get_raw("k").as_deref(), Some(&b"x"[..]));
+    }
+    assert!(relay.stderr().contains("is down after 2 consecutive failures"), "{}", relay.stderr());
+    assert!(relay.stderr().contains("is up again"), "{}", relay.stderr());
+}
+
+fn reads_fail_over_at_once_while_a_replica_is_down(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let timeout = TIMEOUT_MS.to_string();
+    let relay = Memrelay::start(
+        engine,
+        &refs,
+        &[
+            "--distribution",
+            "ketama",
+            "--replication",
+            "3",
+            "--read-from",
+            "any-replica",
+            "--failover",
+            "--server-timeout-ms",
+            &timeout,
+            "--down-after",
+            "2",
+            "--probe-first-ms",
+            "5000",
+        ],
+    );
+    let mut c = relay.client();
+    c.set_read_timeout(Duration::from_secs(10));
+    for i in 0..20 {
+        assert_eq!(c.set(&format!("k{i}"), b"v"), "STORED\r\n");
+    }
+    servers[2].pause();
+    let mut slow = 0;
+    for round in 0..60 {
+        let started = Instant::now();
+        let values = c.get(&format!("k{}", round % 20));
+        assert_eq!(values.len(), 1, "round {round}: the read failed over to a replica");
+        if started.elapsed() >= Duration::from_millis(TIMEOUT_MS * 3 / 4) {
+            slow += 1;
+        }
+    }
+    assert!(slow <= DOWN_AFTER, "{slow} reads waited for the timeout");
+    servers[2].resume();
+}
