@@ -192,6 +192,11 @@ impl Bench {
             }
         }
         let mut table = Vec::new();
+        let protocol = match cfg.protocol {
+            crate::config::Protocol::Text => "text",
+            crate::config::Protocol::Meta => "meta",
+        };
+        let _ = writeln!(table, "protocol: {protocol}");
         if let Some(p) = &output.populate {
             let _ = write_table(&mut table, "populate", p);
         }

@@ -93,6 +93,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub stats_dir: Option<PathBuf>,
 
+    /// Serve Prometheus metrics (OpenMetrics text) at http://HOST:PORT/metrics
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+
     /// Length of a measurement window in seconds.
     #[arg(long, default_value_t = 1.0, value_name = "SECS")]
     pub stats_window: f64,
@@ -191,6 +195,10 @@ impl Args {
                 window: Duration::from_secs_f64(self.stats_window),
                 request_log_sample: self.request_log_sample,
                 verbose: self.verbose,
+                metrics_listen: match &self.metrics_listen {
+                    Some(name) => Some(endpoint(name).map_err(|e| format!("--metrics-listen {name}: {e}"))?.addr),
+                    None => None,
+                },
             },
             server_timeout: Duration::from_millis(self.server_timeout_ms),
             health: HealthSettings {

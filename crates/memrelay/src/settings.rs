@@ -114,6 +114,8 @@ pub struct Measurement {
     pub request_log_sample: Option<u64>,
     /// One line per window on stderr.
     pub verbose: bool,
+    /// Where Prometheus scrapes `/metrics`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// A replication factor, resolved against the number of servers at start.

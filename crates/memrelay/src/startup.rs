@@ -16,8 +16,10 @@ use socket2::{Domain, Socket, Type};
 
 use crate::client::local::LocalAnswers;
 use crate::health::{self, Health};
+use crate::measure;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Recorder, Window, WindowClock};
+use crate::measure::prometheus::Sources;
 use crate::measure::stats::StatsThread;
 use crate::routing::Router;
 use crate::settings::Settings;
@@ -103,6 +105,13 @@ impl Runtime {
             let timeout = settings.server_timeout;
             spawn("probe", move || health::probe::run(health, addrs, timeout, shutdown))?
         };
+        if let Some(addr) = settings.measurement.metrics_listen {
+            let server = measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?;
+            let sources = Sources { live: Arc::clone(&live), health: Arc::clone(&health), generation: 1 };
+            let registry = measure::prometheus::registry(sources);
+            let shutdown = Arc::clone(&shutdown);
+            spawn("metrics", move || measure::endpoint::serve(server, registry, shutdown))?;
+        }
         Ok(Runtime { settings, router, health, live, shutdown, clock, to_stats, recycled, stats, stop_stats, probe })
     }
 

@@ -197,6 +197,10 @@ pub struct Window {
     pub per_server: Vec<u64>,
     /// Failed exchanges per server (refused, reset, timeout, bad reply).
     pub per_server_failures: Vec<u64>,
+    /// Per server: how long its answered exchanges took (request queued on the connection to
+    /// reply read), in µs, and their sum.
+    pub per_server_latency: Vec<Histogram<u64>>,
+    pub per_server_latency_us_sum: Vec<u64>,
     /// Queue length samples (one per enqueue): sum, count and max.
     pub queue_len_sum: u64,
     pub queue_len_samples: u64,
@@ -213,6 +217,8 @@ impl Window {
             kinds: [KindStats::new(), KindStats::new(), KindStats::new(), KindStats::new()],
             per_server: vec![0; servers],
             per_server_failures: vec![0; servers],
+            per_server_latency: (0..servers).map(|_| new_histogram()).collect(),
+            per_server_latency_us_sum: vec![0; servers],
             queue_len_sum: 0,
             queue_len_samples: 0,
             queue_len_max: 0,
@@ -224,6 +230,8 @@ impl Window {
         self.kinds.iter_mut().for_each(KindStats::clear);
         self.per_server.iter_mut().for_each(|c| *c = 0);
         self.per_server_failures.iter_mut().for_each(|c| *c = 0);
+        self.per_server_latency.iter_mut().for_each(Histogram::reset);
+        self.per_server_latency_us_sum.iter_mut().for_each(|c| *c = 0);
         self.queue_len_sum = 0;
         self.queue_len_samples = 0;
         self.queue_len_max = 0;
@@ -238,6 +246,13 @@ impl Window {
             *mine += theirs;
         }
         for (mine, theirs) in self.per_server_failures.iter_mut().zip(&other.per_server_failures) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.per_server_latency.iter_mut().zip(&other.per_server_latency) {
+            // Same bounds everywhere, so adding cannot fail.
+            let _ = mine.add(theirs);
+        }
+        for (mine, theirs) in self.per_server_latency_us_sum.iter_mut().zip(&other.per_server_latency_us_sum) {
             *mine += theirs;
         }
         self.queue_len_sum += other.queue_len_sum;
@@ -343,6 +358,14 @@ impl Recorder {
 
     pub fn server_failure(&mut self, server: usize) {
         self.window.per_server_failures[server] += 1;
+    }
+
+    /// An exchange with `server` was answered after `took`.
+    #[inline]
+    pub fn server_latency(&mut self, server: usize, took: Duration) {
+        let us = micros(took);
+        self.window.per_server_latency_us_sum[server] += us;
+        self.window.per_server_latency[server].saturating_record(us.max(1));
     }
 
     pub fn queue_length(&mut self, now: Instant, length: usize) {

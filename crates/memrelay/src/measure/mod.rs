@@ -2,8 +2,10 @@
 //! (counters and HdrHistograms per request type, no lock or allocation per request) and ships a
 //! window at each boundary to the [`stats`] thread, which merges them, writes `windows.jsonl`,
 //! `requests.csv` and `summary.json`, and publishes running totals ([`live`]) for the `stats`
-//! command.
+//! command and the Prometheus endpoint ([`prometheus`]).
 
+pub(crate) mod endpoint;
 pub(crate) mod live;
 pub mod metrics;
+pub(crate) mod prometheus;
 pub(crate) mod stats;

@@ -94,8 +94,14 @@ impl EventLoop {
                 self.target_done(index, target, TargetResult::Failed(Failure::Down), &[]);
             } else if upstream.available(self.poll.registry(), now) {
                 let target = target as u16;
-                let outstanding =
-                    Outstanding { request: index, generation, target, expect, deadline: now + self.timeout };
+                let outstanding = Outstanding {
+                    request: index,
+                    generation,
+                    target,
+                    expect,
+                    deadline: now + self.timeout,
+                    queued: now,
+                };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);
                 if !self.dirty.contains(&server) {
                     self.dirty.push(server);

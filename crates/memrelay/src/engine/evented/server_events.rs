@@ -38,10 +38,12 @@ impl EventLoop {
         // completed afterwards, since completing may queue new requests on this connection.
         let mut completed = std::mem::take(&mut self.completed);
         completed.clear();
-        let inflight = &mut self.inflight;
+        let (inflight, recorder) = (&mut self.inflight, &mut self.recorder);
         let mut replies = 0;
+        let now = Instant::now();
         let result = self.upstreams[server].on_readable(to_eof, |outstanding, reply, bytes| {
             replies += 1;
+            recorder.server_latency(server, now.saturating_duration_since(outstanding.queued));
             let entry = inflight.get_mut(outstanding.request);
             let target = usize::from(outstanding.target);
             if entry.generation == outstanding.generation

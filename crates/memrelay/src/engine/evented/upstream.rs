@@ -32,6 +32,8 @@ pub(crate) struct Outstanding {
     pub target: u16,
     pub expect: Expect,
     pub deadline: Instant,
+    /// When it was queued on the connection: its reply's latency counts from here.
+    pub queued: Instant,
 }
 
 pub(crate) struct Upstream {

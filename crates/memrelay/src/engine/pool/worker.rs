@@ -152,6 +152,7 @@ impl Worker {
     /// `self.results[i]` says how target i went (the results before `from` are kept).
     fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, copying: bool, deadline: Instant, from: usize) {
         let outgoing = Outgoing { request, input, plan, copying, key_owner: &self.route.key_owner };
+        let started = Instant::now();
         self.results.truncate(from);
         for &target in &self.route.targets[from..] {
             self.scratch.clear();
@@ -169,7 +170,10 @@ impl Worker {
                 self.results[i] = self.servers[target].receive(expect, deadline).map(|_| ());
             }
             match self.results[i] {
-                Ok(()) => self.health.answered(target),
+                Ok(()) => {
+                    self.health.answered(target);
+                    self.recorder.server_latency(target, started.elapsed());
+                }
                 Err(failure) => {
                     self.recorder.server_failure(target);
                     self.health.failed(target, failure);

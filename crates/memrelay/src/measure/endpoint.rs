@@ -1,0 +1,37 @@
+//! The HTTP endpoint Prometheus scrapes (`--metrics-listen`): `GET /metrics` answers the
+//! OpenMetrics text of [`super::prometheus`]; anything else is 404. Served by `tiny_http` on a
+//! thread of its own, which stops with the shutdown flag.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use tiny_http::{Header, Response, Server};
+
+use super::prometheus::render;
+
+/// How often the serving thread looks at the shutdown flag.
+const POLL: Duration = Duration::from_millis(100);
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Binds the endpoint (the error says why it could not).
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<Server> {
+    Server::http(addr).map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// Answers scrapes until `shutdown` is set.
+pub(crate) fn serve(server: Server, registry: Registry, shutdown: Arc<AtomicBool>) {
+    let header = Header::from_bytes(&b"Content-Type"[..], CONTENT_TYPE.as_bytes()).expect("a valid header");
+    while !shutdown.load(Ordering::Acquire) {
+        let Ok(Some(request)) = server.recv_timeout(POLL) else { continue };
+        let path = request.url().split('?').next().unwrap_or("");
+        // A client that went away while we answered is no error of ours.
+        let _ = if path == "/metrics" {
+            request.respond(Response::from_string(render(&registry)).with_header(header.clone()))
+        } else {
+            request.respond(Response::from_string("only /metrics is served here\n").with_status_code(404))
+        };
+    }
+}

@@ -1,0 +1,306 @@
+//! memrelay's metrics in the OpenMetrics text format Prometheus scrapes, rendered on each scrape
+//! (a `prometheus-client` [`Collector`]) from what is already kept: the request totals the stats
+//! thread publishes (they lag by at most one measurement window), per-server health, the
+//! connection counts, and each thread's CPU time read from `/proc`. Latency histograms are
+//! converted from the HdrHistograms the recorders keep, into buckets from 50 µs to 5 s.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use hdrhistogram::Histogram;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::health::Health;
+use crate::measure::live::LiveTotals;
+use crate::measure::metrics::{Kind, Window};
+
+/// Upper bounds of the latency buckets, in seconds (microseconds to seconds).
+pub const BUCKETS_S: [f64; 16] =
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+
+/// What a scrape reads.
+pub struct Sources {
+    pub live: Arc<LiveTotals>,
+    pub health: Arc<Health>,
+    /// The configuration's generation (1 for the one memrelay started with).
+    pub generation: u64,
+}
+
+impl fmt::Debug for Sources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("memrelay metrics")
+    }
+}
+
+/// The registry a scrape encodes.
+pub fn registry(sources: Sources) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(sources));
+    registry
+}
+
+/// The text of one scrape.
+pub fn render(registry: &Registry) -> String {
+    let mut text = String::with_capacity(16 * 1024);
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+    text
+}
+
+impl Collector for Sources {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let live = &self.live;
+        one_gauge(
+            &mut encoder,
+            "memrelay_config_generation",
+            "the configuration's generation",
+            self.generation as f64,
+        )?;
+        one_gauge(
+            &mut encoder,
+            "memrelay_client_connections",
+            "clients connected now",
+            live.current_connections.load(Ordering::Relaxed) as f64,
+        )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_client_connections_accepted",
+            "clients accepted since start",
+            live.total_connections.load(Ordering::Relaxed),
+        )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_client_errors",
+            "requests refused as malformed or too large",
+            live.client_errors.load(Ordering::Relaxed),
+        )?;
+        self.encode_requests(&mut encoder)?;
+        self.encode_servers(&mut encoder)?;
+        encode_cpu(&mut encoder)
+    }
+}
+
+impl Sources {
+    fn encode_requests(&self, encoder: &mut DescriptorEncoder) -> fmt::Result {
+        let Some(totals) = self.live.totals() else { return Ok(()) };
+        let totals: &Window = &totals;
+        let mut requests = Vec::new();
+        let (mut keys, mut hits, mut misses) = (Vec::new(), Vec::new(), Vec::new());
+        for kind in Kind::ALL {
+            let k = &totals.kinds[kind as usize];
+            let name = kind.name();
+            requests.push((vec![("type", name), ("result", "ok")], k.count - k.errors));
+            requests.push((vec![("type", name), ("result", "error")], k.errors));
+            keys.push((vec![("type", name)], k.keys));
+            hits.push((vec![("type", name)], k.hits));
+            misses.push((vec![("type", name)], k.misses));
+        }
+        counter(encoder, "memrelay_requests", "requests answered, by type and result", &requests)?;
+        counter(encoder, "memrelay_keys", "keys asked for, by request type", &keys)?;
+        counter(encoder, "memrelay_hits", "keys found", &hits)?;
+        counter(encoder, "memrelay_misses", "keys not found", &misses)?;
+        let mut family = encoder.encode_descriptor(
+            "memrelay_response_seconds",
+            "time from a request's first byte to its reply written, by type",
+            None,
+            MetricType::Histogram,
+        )?;
+        for kind in Kind::ALL {
+            let k = &totals.kinds[kind as usize];
+            let labels = [("type", kind.name())];
+            histogram(&mut family.encode_family(&labels)?, &k.response, k.response_us_sum)?;
+        }
+        one_counter(
+            encoder,
+            "memrelay_queue_length_samples",
+            "queue length samples (one per request enqueued)",
+            totals.queue_len_samples,
+        )?;
+        one_counter(
+            encoder,
+            "memrelay_queue_length_sampled",
+            "sum of the sampled queue lengths (divide by the samples for the mean)",
+            totals.queue_len_sum,
+        )?;
+        one_gauge(encoder, "memrelay_queue_length_max", "longest queue sampled", totals.queue_len_max as f64)
+    }
+
+    fn encode_servers(&self, encoder: &mut DescriptorEncoder) -> fmt::Result {
+        let health = &self.health;
+        let names: Vec<&str> = (0..health.servers()).map(|s| health.name(s)).collect();
+        let totals = self.live.totals();
+        let per = |values: &dyn Fn(usize) -> u64| -> Vec<(Vec<(&str, &str)>, u64)> {
+            names.iter().enumerate().map(|(s, name)| (vec![("server", *name)], values(s))).collect()
+        };
+        if let Some(totals) = &totals {
+            counter(
+                encoder,
+                "memrelay_server_requests",
+                "requests sent to each server",
+                &per(&|s| totals.per_server[s]),
+            )?;
+            counter(
+                encoder,
+                "memrelay_server_failures",
+                "failed exchanges with each server (refused, reset, timeout, bad reply, down)",
+                &per(&|s| totals.per_server_failures[s]),
+            )?;
+        }
+        let up: Vec<(Vec<(&str, &str)>, f64)> =
+            per(&|s| u64::from(!health.is_down(s))).into_iter().map(|(labels, v)| (labels, v as f64)).collect();
+        gauge(encoder, "memrelay_server_up", "1 while the server is up, 0 while it is down", &up)?;
+        counter(encoder, "memrelay_server_downs", "times each server went down", &per(&|s| health.downs(s)))?;
+        if let Some(totals) = &totals {
+            let mut family = encoder.encode_descriptor(
+                "memrelay_server_latency_seconds",
+                "time from a request queued for a server to its reply read, per server",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (s, name) in names.iter().enumerate() {
+                let labels = [("server", *name)];
+                histogram(
+                    &mut family.encode_family(&labels)?,
+                    &totals.per_server_latency[s],
+                    totals.per_server_latency_us_sum[s],
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// CPU seconds per thread role (the thread's name without its number: `loop`, `worker`,
+/// `stats`, …; the main thread is `main`, which is the net thread of the pool engine; threads
+/// memrelay did not name are `other`).
+fn encode_cpu(encoder: &mut DescriptorEncoder) -> fmt::Result {
+    let mut roles: Vec<(String, f64)> = Vec::new();
+    let ticks = procfs::ticks_per_second() as f64;
+    let me = procfs::process::Process::myself();
+    if let Ok(tasks) = me.as_ref().map(|p| p.tasks()) {
+        for task in tasks.into_iter().flatten().flatten() {
+            let Ok(stat) = task.stat() else { continue };
+            let role = match (task.tid == task.pid, stat.comm.as_str()) {
+                (true, _) => "main".to_string(),
+                // Threads memrelay did not name (the HTTP library's) keep the process's name.
+                (false, "memrelay") => "other".to_string(),
+                (false, name) => role_of(name),
+            };
+            let seconds = (stat.utime + stat.stime) as f64 / ticks;
+            match roles.iter_mut().find(|(r, _)| *r == role) {
+                Some((_, total)) => *total += seconds,
+                None => roles.push((role, seconds)),
+            }
+        }
+    }
+    let mut family = encoder.encode_descriptor(
+        "memrelay_cpu_seconds",
+        "CPU time (user and system) of memrelay's live threads, by role",
+        None,
+        MetricType::Counter,
+    )?;
+    for (role, seconds) in &roles {
+        ConstCounter::new(*seconds).encode(family.encode_family(&[("role", role.as_str())])?)?;
+    }
+    Ok(())
+}
+
+/// `loop-3` → `loop`, `worker-12` → `worker`, `stats` → `stats`.
+fn role_of(thread_name: &str) -> String {
+    let trimmed = thread_name.trim_end_matches(|c: char| c.is_ascii_digit());
+    trimmed.strip_suffix('-').unwrap_or(trimmed).to_string()
+}
+
+/// A counter without labels.
+fn one_counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> fmt::Result {
+    ConstCounter::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Counter)?)
+}
+
+/// A gauge without labels.
+fn one_gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) -> fmt::Result {
+    ConstGauge::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Gauge)?)
+}
+
+/// A counter family: one value per label set.
+fn counter<L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    values: &[(L, u64)],
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, value) in values {
+        ConstCounter::new(*value).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+/// A gauge family: one value per label set.
+fn gauge<L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    values: &[(L, f64)],
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in values {
+        ConstGauge::new(*value).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+/// One histogram in [`BUCKETS_S`] from an HdrHistogram of µs and the exact sum of its values.
+fn histogram(
+    metric: &mut prometheus_client::encoding::MetricEncoder,
+    hist: &Histogram<u64>,
+    sum_us: u64,
+) -> fmt::Result {
+    let buckets = buckets(hist);
+    metric.encode_histogram::<NoLabelSet>(sum_us as f64 / 1e6, hist.len(), &buckets, None)
+}
+
+/// Per-bucket counts (not cumulative; the encoder accumulates), `+Inf` last.
+pub fn buckets(hist: &Histogram<u64>) -> Vec<(f64, u64)> {
+    let mut counts = vec![0u64; BUCKETS_S.len() + 1];
+    for value in hist.iter_recorded() {
+        let seconds = value.value_iterated_to() as f64 / 1e6;
+        let bucket = BUCKETS_S.iter().position(|&bound| seconds <= bound).unwrap_or(BUCKETS_S.len());
+        counts[bucket] += value.count_at_value();
+    }
+    BUCKETS_S.iter().copied().chain([f64::INFINITY]).zip(counts).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::metrics::new_histogram;
+
+    #[test]
+    fn buckets_place_each_value_under_its_bound() {
+        let mut hist = new_histogram();
+        for us in [10, 50, 51, 900, 1_000, 7_000_000] {
+            hist.record(us).unwrap();
+        }
+        let b = buckets(&hist);
+        assert_eq!(b.len(), BUCKETS_S.len() + 1);
+        let count = |bound: f64| b.iter().find(|(u, _)| *u == bound).unwrap().1;
+        assert_eq!(count(0.00005), 2); // 10 and 50 µs
+        assert_eq!(count(0.0001), 1); // 51 µs
+        assert_eq!(count(0.001), 2); // 900 µs and 1 ms
+        assert_eq!(count(f64::INFINITY), 1); // 7 s
+        assert_eq!(b.iter().map(|(_, n)| n).sum::<u64>(), 6);
+    }
+
+    #[test]
+    fn roles_drop_the_thread_number() {
+        assert_eq!(role_of("loop-3"), "loop");
+        assert_eq!(role_of("worker-12"), "worker");
+        assert_eq!(role_of("stats"), "stats");
+    }
+}
