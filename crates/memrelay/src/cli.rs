@@ -81,6 +81,19 @@ pub struct Args {
     #[arg(long, default_value_t = 5000, value_name = "MS")]
     pub probe_max_ms: u64,
 
+    /// How long a restarted server stays cold: its read misses are retried on a replica and the
+    /// value written back (where keys have more than one replica)
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub warm_seconds: u64,
+
+    /// Do not warm restarted servers
+    #[arg(long)]
+    pub no_warm: bool,
+
+    /// How often the servers are asked for their pid and uptime, to notice a restart
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub restart_check_ms: u64,
+
     /// Most clients connected at once; more are answered SERVER_ERROR and closed.
     #[arg(long, default_value_t = 16384)]
     pub max_clients: usize,
@@ -205,6 +218,8 @@ impl Args {
                 down_after: self.down_after,
                 probe_first: Duration::from_millis(self.probe_first_ms),
                 probe_max: Duration::from_millis(self.probe_max_ms),
+                warm_for: Duration::from_secs(if self.no_warm { 0 } else { self.warm_seconds }),
+                restart_check: Duration::from_millis(self.restart_check_ms.max(1)),
             },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
         })

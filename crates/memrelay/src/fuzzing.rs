@@ -10,7 +10,7 @@
 use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 
 use crate::client::{Framing, Next};
-use crate::relay::rewrite::Outgoing;
+use crate::relay::rewrite::{Outgoing, Stage};
 use crate::routing::ketama::KeyHash;
 use crate::routing::{Plan, RouteBuf, Router};
 use crate::settings::{Distribution, Endpoint, ReadFrom, Routing};
@@ -134,7 +134,7 @@ fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
                 _ => route.targets.clone(),
             };
             let outgoing =
-                Outgoing { request: &request, input: &input, plan, copying: false, key_owner: &route.key_owner };
+                Outgoing { request: &request, input: &input, plan, stage: Stage::Request, key_owner: &route.key_owner };
             for &target in &targets {
                 composed.clear();
                 outgoing.compose_for(target, &mut composed);

@@ -103,6 +103,8 @@ impl LocalAnswers {
         for i in 0..self.servers.len() {
             compose::stat(out, &format!("server_{i}_state"), self.health.state(i));
             compose::stat(out, &format!("server_{i}_downs"), self.health.downs(i));
+            compose::stat(out, &format!("server_{i}_restarts"), self.health.restarts(i));
+            compose::stat(out, &format!("server_{i}_cold"), u8::from(self.health.is_cold(i)));
         }
         let Some(totals) = self.live.totals() else {
             out.extend_from_slice(compose::END);

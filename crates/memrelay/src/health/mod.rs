@@ -6,13 +6,18 @@
 //! an exponential backoff and brings it back up when it answers. Each change of state is logged
 //! once and counted, for `stats`.
 //!
+//! A server that restarted comes back empty. The probe thread also watches the servers that are
+//! up (`stats`: a new `pid` or a smaller `uptime` means a restart) and marks a restarted one
+//! **cold** for `warm_for`: while it is cold, a read that misses there is retried on a replica
+//! and the value written back to it ([`crate::relay::warm`]).
+//!
 //! The hot path only loads an atomic per target (`is_down`) and, on a reply, loads the failure
 //! count (written only when it is not zero already), so a healthy pool costs no shared writes.
 
 pub(crate) mod probe;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::relay::failure::Failure;
 
@@ -25,11 +30,22 @@ pub struct HealthSettings {
     pub probe_first: Duration,
     /// The longest delay between probes.
     pub probe_max: Duration,
+    /// How long a restarted server stays cold (its misses retried on a replica and written
+    /// back); zero turns warming off.
+    pub warm_for: Duration,
+    /// How often the servers that are up are asked for their `pid` and `uptime`.
+    pub restart_check: Duration,
 }
 
 impl Default for HealthSettings {
     fn default() -> Self {
-        HealthSettings { down_after: 3, probe_first: Duration::from_millis(100), probe_max: Duration::from_secs(5) }
+        HealthSettings {
+            down_after: 3,
+            probe_first: Duration::from_millis(100),
+            probe_max: Duration::from_secs(5),
+            warm_for: Duration::from_secs(60),
+            restart_check: Duration::from_secs(1),
+        }
     }
 }
 
@@ -39,6 +55,10 @@ struct ServerHealth {
     down: AtomicBool,
     /// Times the server went down.
     downs: AtomicU64,
+    /// Until when (ms since `Health::started`) the server is cold; 0: never was.
+    cold_until_ms: AtomicU64,
+    /// Restarts seen.
+    restarts: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -46,11 +66,17 @@ pub struct Health {
     servers: Vec<ServerHealth>,
     names: Vec<String>,
     settings: HealthSettings,
+    started: Instant,
 }
 
 impl Health {
     pub fn new(names: Vec<String>, settings: HealthSettings) -> Health {
-        Health { servers: names.iter().map(|_| ServerHealth::default()).collect(), names, settings }
+        Health {
+            servers: names.iter().map(|_| ServerHealth::default()).collect(),
+            names,
+            settings,
+            started: Instant::now(),
+        }
     }
 
     pub fn settings(&self) -> HealthSettings {
@@ -122,6 +148,34 @@ impl Health {
 
     pub fn downs(&self, server: usize) -> u64 {
         self.servers[server].downs.load(Ordering::Relaxed)
+    }
+
+    /// The server restarted (empty): it is cold for `warm_for` from now.
+    pub fn restarted(&self, server: usize) {
+        let s = &self.servers[server];
+        s.restarts.fetch_add(1, Ordering::Relaxed);
+        if self.settings.warm_for.is_zero() {
+            eprintln!("memrelay: server {} restarted (warming is off)", self.names[server]);
+            return;
+        }
+        let until = self.started.elapsed() + self.settings.warm_for;
+        s.cold_until_ms.store(until.as_millis() as u64, Ordering::Relaxed);
+        eprintln!(
+            "memrelay: server {} restarted; its read misses are retried on a replica and written back for {} s",
+            self.names[server],
+            self.settings.warm_for.as_secs()
+        );
+    }
+
+    /// Whether a read miss on `server` is retried on a replica (it restarted a short while ago).
+    #[inline]
+    pub fn is_cold(&self, server: usize) -> bool {
+        let until = self.servers[server].cold_until_ms.load(Ordering::Relaxed);
+        until != 0 && (self.started.elapsed().as_millis() as u64) < until
+    }
+
+    pub fn restarts(&self, server: usize) -> u64 {
+        self.servers[server].restarts.load(Ordering::Relaxed)
     }
 }
 

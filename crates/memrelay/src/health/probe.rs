@@ -1,6 +1,8 @@
 //! The probe thread: for each server that is down, `version` on its own connection, first after
 //! `probe_first`, then on a doubling backoff up to `probe_max`; a `VERSION` line in time brings the
-//! server back. Bounded by the server timeout per probe and by the shutdown flag.
+//! server back. Every `restart_check` it also asks each server that is up for its `pid` and
+//! `uptime` (`stats`): a new pid or a smaller uptime is a restart, and the server is marked cold.
+//! Bounded by the server timeout per exchange and by the shutdown flag.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -21,8 +23,26 @@ pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration
     let mut seen_down: Vec<Option<Instant>> = vec![None; addrs.len()];
     let mut next_probe = vec![Instant::now(); addrs.len()];
     let mut backoff = vec![settings.probe_first; addrs.len()];
+    // Per server: the (pid, uptime) last seen, and when to look again.
+    let mut identity: Vec<Option<(u64, u64)>> = vec![None; addrs.len()];
+    let mut next_check = Instant::now();
     while !shutdown.load(Ordering::Acquire) {
         let now = Instant::now();
+        if now >= next_check {
+            next_check = now + settings.restart_check;
+            for (server, &addr) in addrs.iter().enumerate() {
+                if health.is_down(server) {
+                    continue;
+                }
+                let Some(seen) = server_identity(addr, timeout) else { continue };
+                if let Some((pid, uptime)) = identity[server] {
+                    if seen.0 != pid || seen.1 < uptime {
+                        health.restarted(server);
+                    }
+                }
+                identity[server] = Some(seen);
+            }
+        }
         for server in 0..addrs.len() {
             if !health.is_down(server) {
                 seen_down[server] = None;
@@ -48,24 +68,40 @@ pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration
     }
 }
 
-/// Whether the server answers `version` with a `VERSION` line within `timeout`.
-pub(crate) fn answers_version(addr: SocketAddr, timeout: Duration) -> bool {
+/// The server's `pid` and `uptime` from `stats`, if it answers within `timeout`.
+pub(crate) fn server_identity(addr: SocketAddr, timeout: Duration) -> Option<(u64, u64)> {
+    let reply = exchange(addr, b"stats\r\n", b"END\r\n", timeout)?;
+    let text = String::from_utf8_lossy(&reply);
+    let stat = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix("STAT ")?.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    };
+    Some((stat("pid")?, stat("uptime")?))
+}
+
+/// Sends `request` on a new connection and reads until the reply ends with `end` (at most
+/// 64 KiB), within `timeout`.
+fn exchange(addr: SocketAddr, request: &[u8], end: &[u8], timeout: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + timeout;
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, timeout) else { return false };
-    if stream.write_all(b"version\r\n").is_err() {
-        return false;
-    }
-    let mut reply = Vec::with_capacity(64);
-    let mut chunk = [0u8; 64];
-    while !reply.ends_with(b"\r\n") && reply.len() < 256 {
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    stream.write_all(request).ok()?;
+    let mut reply = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    while !reply.ends_with(end) && reply.len() < 64 * 1024 {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            return false;
+        if left.is_zero() {
+            return None;
         }
+        stream.set_read_timeout(Some(left)).ok()?;
         match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return None,
             Ok(n) => reply.extend_from_slice(&chunk[..n]),
         }
     }
-    reply.starts_with(b"VERSION ")
+    reply.ends_with(end).then_some(reply)
+}
+
+/// Whether the server answers `version` with a `VERSION` line within `timeout`.
+pub(crate) fn answers_version(addr: SocketAddr, timeout: Duration) -> bool {
+    exchange(addr, b"version\r\n", b"\r\n", timeout).is_some_and(|reply| reply.starts_with(b"VERSION "))
 }

@@ -156,6 +156,10 @@ impl Sources {
             per(&|s| u64::from(!health.is_down(s))).into_iter().map(|(labels, v)| (labels, v as f64)).collect();
         gauge(encoder, "memrelay_server_up", "1 while the server is up, 0 while it is down", &up)?;
         counter(encoder, "memrelay_server_downs", "times each server went down", &per(&|s| health.downs(s)))?;
+        counter(encoder, "memrelay_server_restarts", "restarts seen of each server", &per(&|s| health.restarts(s)))?;
+        let cold: Vec<(Vec<(&str, &str)>, f64)> =
+            per(&|s| u64::from(health.is_cold(s))).into_iter().map(|(labels, v)| (labels, v as f64)).collect();
+        gauge(encoder, "memrelay_server_cold", "1 while a restarted server is being warmed", &cold)?;
         if let Some(totals) = &totals {
             let mut family = encoder.encode_descriptor(
                 "memrelay_server_latency_seconds",

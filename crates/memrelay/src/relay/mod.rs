@@ -7,6 +7,7 @@ pub(crate) mod failure;
 pub(crate) mod reply;
 pub(crate) mod rewrite;
 pub(crate) mod stats;
+pub(crate) mod warm;
 
 /// The server a failed read tries next: the key's replicas in ring order after the one tried
 /// first, each once (the same order ketama moves a lost server's keys in). `attempt` counts the

@@ -32,6 +32,8 @@ pub(crate) struct Finished<'a> {
     pub plan: Plan,
     pub targets: &'a [usize],
     pub key_owner: &'a [usize],
+    /// The answer is a warm read's ([`super::warm`]): a replica's meta reply to a text `get`.
+    pub warm_read: bool,
 }
 
 impl Finished<'_> {
@@ -47,6 +49,16 @@ impl Finished<'_> {
         out.clear();
         let keys = self.request.key_count as u32;
         let mut outcome = Outcome { keys, ..Outcome::default() };
+        if self.warm_read {
+            let replied = match answer(0) {
+                Answer::Replied(reply, bytes) => Some((reply, bytes)),
+                Answer::Failed(_) => None,
+            };
+            let hit =
+                super::warm::client_reply(self.request.key(self.input), replied.as_ref().map(|(r, b)| (r, *b)), out);
+            (outcome.hits, outcome.misses) = (u32::from(hit), u32::from(!hit));
+            return outcome;
+        }
         let chosen = if self.plan == Plan::Split {
             // The first target whose reply is an error or whose exchange failed, if any.
             (0..self.targets.len()).find(|&i| match answer(i) {
@@ -218,8 +230,14 @@ mod tests {
         let line = b"set k 0 0 1\r\nx\r\n";
         let request = parse(line);
         let replies: [&[u8]; 3] = [b"STORED\r\n", b"NOT_STORED\r\n", b"STORED\r\n"];
-        let finished =
-            Finished { request: &request, input: line, plan: Plan::Replicate, targets: &[2, 0, 1], key_owner: &[] };
+        let finished = Finished {
+            request: &request,
+            input: line,
+            plan: Plan::Replicate,
+            targets: &[2, 0, 1],
+            key_owner: &[],
+            warm_read: false,
+        };
         let answer = |i: usize| Answer::Replied(reply(replies[i]), replies[i]);
         let mut out = Vec::new();
         let outcome = finished.reply(answer, addr, &mut Vec::new(), &mut out);
@@ -236,8 +254,14 @@ mod tests {
         let line = b"get a b c\r\n";
         let request = parse(line);
         let bodies: [&[u8]; 2] = [b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nEND\r\n", b"END\r\n"];
-        let finished =
-            Finished { request: &request, input: line, plan: Plan::Split, targets: &[1, 0], key_owner: &[1, 0, 1] };
+        let finished = Finished {
+            request: &request,
+            input: line,
+            plan: Plan::Split,
+            targets: &[1, 0],
+            key_owner: &[1, 0, 1],
+            warm_read: false,
+        };
         let answer = |i: usize| Answer::Replied(reply(bodies[i]), bodies[i]);
         let mut out = Vec::new();
         let outcome = finished.reply(answer, addr, &mut Vec::new(), &mut out);
@@ -246,8 +270,14 @@ mod tests {
 
         let line = b"delete k noreply\r\n";
         let request = parse(line);
-        let finished =
-            Finished { request: &request, input: line, plan: Plan::Replicate, targets: &[0], key_owner: &[] };
+        let finished = Finished {
+            request: &request,
+            input: line,
+            plan: Plan::Replicate,
+            targets: &[0],
+            key_owner: &[],
+            warm_read: false,
+        };
         finished.reply(|_| Answer::Failed(Failure::Reset), addr, &mut Vec::new(), &mut out);
         assert!(out.is_empty());
     }

@@ -15,14 +15,25 @@ use memrelay_protocol::{compose, Command, Expect, Request};
 
 use crate::routing::Plan;
 
+/// Which exchange of a request the bytes are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The request itself (to its targets, or to a replica on failover).
+    Request,
+    /// The copies after the primary took a [`Plan::PrimaryFirst`] request.
+    Copies,
+    /// A read that missed on a cold (restarted) server, asked again of a replica
+    /// ([`super::warm`]).
+    WarmRead,
+}
+
 /// What one target of a request is sent.
 pub(crate) struct Outgoing<'a> {
     pub request: &'a Request,
     /// The request's bytes as they arrived (its ranges index them).
     pub input: &'a [u8],
     pub plan: Plan,
-    /// The primary has answered and the copies to the other replicas are under way.
-    pub copying: bool,
+    pub stage: Stage,
     /// For a split: the server of each key.
     pub key_owner: &'a [usize],
 }
@@ -40,8 +51,10 @@ impl Outgoing<'_> {
                 }
                 _ => compose::keyed(out, Command::Delete, key, None::<u64>, false),
             }
-        } else if self.copying {
+        } else if self.stage == Stage::Copies {
             self.compose_copy(out);
+        } else if self.stage == Stage::WarmRead {
+            super::warm::compose_read(request.key(self.input), out);
         } else if self.plan == Plan::Split {
             let keys = request.keys(self.input).zip(self.key_owner).filter(|(_, &owner)| owner == server);
             let keys = keys.map(|(key, _)| key);
@@ -88,7 +101,8 @@ impl Outgoing<'_> {
     pub fn expect(&self) -> Expect {
         match self.request.command {
             Command::Set if self.request.too_large.is_some() => Expect::Line,
-            Command::Cas | Command::Gat | Command::Gats if self.copying => Expect::Line,
+            _ if self.stage == Stage::WarmRead => Expect::Meta,
+            Command::Cas | Command::Gat | Command::Gats if self.stage == Stage::Copies => Expect::Line,
             command => expect_for(command),
         }
     }
@@ -110,9 +124,10 @@ mod tests {
     use memrelay_protocol::{parse_request, Limits, Parse};
 
     fn composed(line: &[u8], plan: Plan, copying: bool, key_owner: &[usize], server: usize) -> Vec<u8> {
+        let stage = if copying { Stage::Copies } else { Stage::Request };
         let Parse::Complete(request) = parse_request(line, &Limits::default()) else { panic!("{line:?}") };
         let mut out = Vec::new();
-        Outgoing { request: &request, input: line, plan, copying, key_owner }.compose_for(server, &mut out);
+        Outgoing { request: &request, input: line, plan, stage, key_owner }.compose_for(server, &mut out);
         out
     }
 
@@ -152,8 +167,13 @@ mod tests {
             let limits = Limits { max_value_len: 4, ..Limits::default() };
             let Parse::Complete(request) = parse_request(line, &limits) else { panic!() };
             let mut out = Vec::new();
-            let outgoing =
-                Outgoing { request: &request, input: line, plan: Plan::Replicate, copying: false, key_owner: &[] };
+            let outgoing = Outgoing {
+                request: &request,
+                input: line,
+                plan: Plan::Replicate,
+                stage: Stage::Request,
+                key_owner: &[],
+            };
             outgoing.compose_for(0, &mut out);
             out
         };

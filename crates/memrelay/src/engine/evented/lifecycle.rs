@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use memrelay_protocol::{Command, Request};
+use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 
 use super::requests::TargetResult;
 use super::thread::EventLoop;
@@ -13,7 +13,8 @@ use crate::measure::metrics::{kind_of, Outcome, Timestamps};
 use crate::relay::failover_target;
 use crate::relay::failure::Failure;
 use crate::relay::reply::primary_took;
-use crate::relay::rewrite::Outgoing;
+use crate::relay::rewrite::{Outgoing, Stage};
+use crate::relay::warm;
 use crate::routing::{placement_key, Plan};
 
 impl EventLoop {
@@ -82,7 +83,7 @@ impl EventLoop {
                 request,
                 input: &entry.input,
                 plan: entry.plan,
-                copying: entry.copying,
+                stage: entry.stage,
                 key_owner: &entry.key_owner,
             };
             let server = entry.targets[target];
@@ -139,24 +140,71 @@ impl EventLoop {
                 }
             }
         }
+        // A miss on a server that restarted a short while ago: ask a replica that has the key.
+        if entry.stage == Stage::Request && warm::applies(request, entry.plan) {
+            let cold = entry.targets[0];
+            if let TargetResult::Replied(reply) = entry.results[0] {
+                if warm::missed(&reply) && self.health.is_cold(cold) {
+                    let other = warm::replica(&self.router, &self.health, key, cold, &mut self.replicas);
+                    if let Some(other) = other.filter(|_| self.warm_budget.take(now)) {
+                        entry.stage = Stage::WarmRead;
+                        entry.warming = Some(cold);
+                        entry.targets[0] = other;
+                        return self.send_to_targets(index, now, 0);
+                    }
+                }
+            }
+        }
         // The primary took the request: copy it to the other replicas (the primary stays
         // target 0, with its answer).
-        if entry.plan == Plan::PrimaryFirst && !entry.copying {
+        if entry.plan == Plan::PrimaryFirst && entry.stage == Stage::Request {
             let took = matches!(entry.results[0], TargetResult::Replied(r) if primary_took(&r));
             self.router.write_targets(&placement_key(request, &entry.input), &mut self.route.targets);
             if took && self.route.targets.len() > 1 {
-                entry.copying = true;
+                entry.stage = Stage::Copies;
                 entry.targets.clear();
                 entry.targets.extend_from_slice(&self.route.targets);
                 return self.send_to_targets(index, now, 1);
             }
         }
         entry.finish(&self.addrs);
+        // The replica had the value: write it back to the cold server, fire and forget.
+        let mut write_back = None;
+        if let (Some(cold), TargetResult::Replied(reply)) = (entry.warming, entry.results[0]) {
+            let key = entry.request.as_ref().map(|r| r.key(&entry.input)).unwrap_or_default();
+            let mut bytes = Vec::new();
+            if warm::write_back(key, &reply, &entry.bodies[0], &mut bytes) {
+                write_back = Some((cold, bytes));
+            }
+        }
+        let entry = self.inflight.get_mut(index);
         if let Some(client) = entry.client {
             self.ready.push(client);
         } else {
             self.inflight.release(index);
         }
+        if let Some((cold, bytes)) = write_back {
+            self.start_write_back(cold, bytes, now);
+        }
+    }
+
+    /// Sends `bytes` (one composed `ms`) to `server` as a request of no client: its reply is
+    /// read and dropped.
+    fn start_write_back(&mut self, server: usize, bytes: Vec<u8>, now: Instant) {
+        let limits = Limits { max_value_len: bytes.len(), max_line_len: bytes.len(), max_get_line_len: bytes.len() };
+        let Parse::Complete(request) = parse_request(&bytes, &limits) else { return };
+        let index = self.inflight.alloc();
+        let entry = self.inflight.get_mut(index);
+        entry.client = None;
+        entry.input.extend_from_slice(&bytes);
+        entry.request = Some(request);
+        entry.plan = Plan::Forward(server);
+        entry.targets.clear();
+        entry.targets.push(server);
+        entry.first_target = server;
+        entry.key_owner.clear();
+        entry.times = Timestamps::at(now);
+        self.send_to_targets(index, now, 0);
     }
 
     /// Moves the client's completed head replies, in order, to its socket.

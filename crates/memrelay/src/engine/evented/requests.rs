@@ -13,6 +13,7 @@ use memrelay_protocol::{Reply, Request};
 use crate::measure::metrics::{Outcome, Timestamps};
 use crate::relay::failure::Failure;
 use crate::relay::reply::{Answer, Finished};
+use crate::relay::rewrite::Stage;
 use crate::routing::Plan;
 
 /// What one target answered.
@@ -40,7 +41,9 @@ pub(crate) struct InFlight {
     cursors: Vec<usize>,
     pub remaining: usize,
     /// For [`Plan::PrimaryFirst`]: the primary took the request and the copies are out.
-    pub copying: bool,
+    pub stage: Stage,
+    /// A warm read under way: the cold server its miss came from.
+    pub warming: Option<usize>,
     /// Retries so far of a read with failover, and the server it went to first.
     pub attempts: u16,
     pub first_target: usize,
@@ -65,7 +68,8 @@ impl InFlight {
             bodies: Vec::new(),
             cursors: Vec::new(),
             remaining: 0,
-            copying: false,
+            stage: Stage::Request,
+            warming: None,
             attempts: 0,
             first_target: 0,
             times: Timestamps::at(Instant::now()),
@@ -111,6 +115,7 @@ impl InFlight {
             plan: self.plan,
             targets: &self.targets,
             key_owner: &self.key_owner,
+            warm_read: self.stage == Stage::WarmRead,
         };
         let (results, bodies) = (&self.results, &self.bodies);
         let answer = |i: usize| match results[i] {
@@ -150,7 +155,8 @@ impl Requests {
         entry.reply.clear();
         entry.done = false;
         entry.sent = false;
-        entry.copying = false;
+        entry.stage = Stage::Request;
+        entry.warming = None;
         entry.attempts = 0;
         self.free.push(index);
     }

@@ -21,6 +21,7 @@ use crate::client::{ClientSide, Next};
 use crate::engine::event_loop::{self, Scheduler};
 use crate::health::Health;
 use crate::measure::metrics::Recorder;
+use crate::relay::warm::Budget;
 use crate::routing::{RouteBuf, Router};
 use crate::settings::Settings;
 use crate::startup::Error;
@@ -61,6 +62,8 @@ pub(super) struct EventLoop {
     pub failover: bool,
     pub round_robin: usize,
     pub recorder: Recorder,
+    /// Write-backs to restarted servers this loop may still start ([`crate::relay::warm`]).
+    pub warm_budget: Budget,
 }
 
 impl EventLoop {
@@ -100,6 +103,7 @@ impl EventLoop {
             failover: settings.routing.fails_over(),
             round_robin: 0,
             recorder,
+            warm_budget: Budget::default(),
         })
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use memrelay_protocol::Request;
+use memrelay_protocol::{Expect, Request};
 
 use super::job::Job;
 use super::server::ServerConn;
@@ -17,13 +17,16 @@ use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::failover_target;
 use crate::relay::failure::Failure;
 use crate::relay::reply::{primary_took, Answer, Finished};
-use crate::relay::rewrite::Outgoing;
+use crate::relay::rewrite::{Outgoing, Stage};
+use crate::relay::warm::{self, Budget};
 use crate::routing::{placement_key, Plan, RouteBuf, Router};
 use crate::settings::Settings;
 
 pub(crate) struct Worker {
     router: Arc<Router>,
     health: Arc<Health>,
+    /// Write-backs to restarted servers this worker may still start.
+    warm_budget: Budget,
     servers: Vec<ServerConn>,
     route: RouteBuf,
     /// The bytes a target gets, composed from the parsed request.
@@ -55,6 +58,7 @@ impl Worker {
             timeout: settings.server_timeout,
             router,
             health,
+            warm_budget: Budget::default(),
             recorder,
         }
     }
@@ -91,11 +95,10 @@ impl Worker {
             self.route.targets.clear();
             self.route.targets.push(server);
         }
-        let mut copying = false;
         if plan == Plan::PrimaryFirst {
             self.route.targets.truncate(1);
         }
-        self.exchange(&request, &job.input, plan, copying, deadline, 0);
+        self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
         match plan {
             Plan::Forward(first) if self.failover && request.command.is_retrieval() => {
                 self.router.replicas(request.key(&job.input), &mut self.replicas);
@@ -105,7 +108,7 @@ impl Worker {
                     self.route.targets[0] = next;
                     // Each replica gets its own timeout, as in the evented engine.
                     let deadline = Instant::now() + self.timeout;
-                    self.exchange(&request, &job.input, plan, copying, deadline, 0);
+                    self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
                     attempt += 1;
                 }
             }
@@ -114,12 +117,12 @@ impl Worker {
                 // target 0, with its answer).
                 self.router.write_targets(&placement_key(&request, &job.input), &mut self.route.targets);
                 if self.route.targets.len() > 1 {
-                    copying = true;
-                    self.exchange(&request, &job.input, plan, copying, deadline, 1);
+                    self.exchange(&request, &job.input, plan, Stage::Copies, deadline, 1);
                 }
             }
             _ => {}
         }
+        let warming = self.warm_read(&request, &job.input, plan);
         job.times.last_reply = Instant::now();
         let finished = Finished {
             request: &request,
@@ -127,6 +130,7 @@ impl Worker {
             plan,
             targets: &self.route.targets,
             key_owner: &self.route.key_owner,
+            warm_read: warming.is_some(),
         };
         let (servers, results) = (&self.servers, &self.results);
         let answer = |i: usize| match results[i] {
@@ -141,6 +145,50 @@ impl Worker {
         job.times.reply_written = Instant::now();
         let targets = self.route.targets.len().max(1) as u16;
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
+        if let Some(cold) = warming {
+            self.write_back(request.key(&job.input), cold);
+        }
+    }
+
+    /// A miss on a server that restarted a short while ago: asks a replica that has the key
+    /// (`Stage::WarmRead`) and returns the cold server, whose write-back follows the reply.
+    fn warm_read(&mut self, request: &Request, input: &[u8], plan: Plan) -> Option<usize> {
+        let Plan::Forward(_) = plan else { return None };
+        let cold = self.route.targets[0];
+        let missed = self.results[0].is_ok() && self.servers[cold].last_reply().is_some_and(|r| warm::missed(&r));
+        if !warm::applies(request, plan) || !missed || !self.health.is_cold(cold) {
+            return None;
+        }
+        let other = warm::replica(&self.router, &self.health, request.key(input), cold, &mut self.replicas)?;
+        if !self.warm_budget.take(Instant::now()) {
+            return None;
+        }
+        self.route.targets[0] = other;
+        self.exchange(request, input, plan, Stage::WarmRead, Instant::now() + self.timeout, 0);
+        Some(cold)
+    }
+
+    /// Writes the value the replica (target 0) answered back to the cold server; its reply is
+    /// read and dropped (the client has had its own).
+    fn write_back(&mut self, key: &[u8], cold: usize) {
+        let replica = self.route.targets[0];
+        let Some(reply) = self.results[0].ok().and_then(|()| self.servers[replica].last_reply()) else { return };
+        self.scratch.clear();
+        if !warm::write_back(key, &reply, self.servers[replica].input.pending(), &mut self.scratch) {
+            return;
+        }
+        let deadline = Instant::now() + self.timeout;
+        self.recorder.server_request(cold);
+        let result = self.servers[cold]
+            .send(&self.scratch, deadline)
+            .and_then(|()| self.servers[cold].receive(Expect::Meta, deadline));
+        match result {
+            Ok(_) => self.health.answered(cold),
+            Err(failure) => {
+                self.recorder.server_failure(cold);
+                self.health.failed(cold, failure);
+            }
+        }
     }
 
     /// Whether the primary took the request just sent to it alone (see [`primary_took`]).
@@ -150,8 +198,8 @@ impl Worker {
 
     /// Sends each target in `self.route.targets[from..]` its bytes, then reads every reply;
     /// `self.results[i]` says how target i went (the results before `from` are kept).
-    fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, copying: bool, deadline: Instant, from: usize) {
-        let outgoing = Outgoing { request, input, plan, copying, key_owner: &self.route.key_owner };
+    fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, stage: Stage, deadline: Instant, from: usize) {
+        let outgoing = Outgoing { request, input, plan, stage, key_owner: &self.route.key_owner };
         let started = Instant::now();
         self.results.truncate(from);
         for &target in &self.route.targets[from..] {
