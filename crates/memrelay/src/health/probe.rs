@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use super::Health;
 
-/// How often the thread looks for servers that went down.
-const TICK: Duration = Duration::from_millis(10);
+/// The longest the thread sleeps: how soon it notices a server that went down, or shutdown.
+const TICK: Duration = Duration::from_millis(50);
 
 /// Runs until `shutdown` is set.
 pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration, shutdown: Arc<AtomicBool>) {
@@ -64,7 +64,15 @@ pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration
                 next_probe[server] = Instant::now() + backoff[server];
             }
         }
-        thread::sleep(TICK);
+        // Sleep until the next probe or check is due (at most a tick).
+        let now = Instant::now();
+        let mut wake = (now + TICK).min(next_check);
+        for server in 0..addrs.len() {
+            if seen_down[server].is_some() {
+                wake = wake.min(next_probe[server]);
+            }
+        }
+        thread::sleep(wake.saturating_duration_since(now));
     }
 }
 
