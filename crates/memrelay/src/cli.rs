@@ -15,8 +15,17 @@ use memrelay::KeyHash;
 /// memcached middleware: replicates writes, balances reads, shards multi-gets, measures every
 /// request.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "memrelay", version, about, long_about = None)]
+#[command(name = "memrelay", version, about, long_about = None, args_override_self = true)]
 pub struct Args {
+    /// Read options from a TOML file first (keys are the long options: `server_timeout_ms = 500`,
+    /// `servers = ["host:port", ...]`); options on the command line override it
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Validate the configuration (file and command line) and exit: 0 valid, 2 not
+    #[arg(long, value_name = "FILE")]
+    pub check_config: Option<PathBuf>,
+
     /// Address to accept memcached clients on.
     #[arg(long, default_value = "127.0.0.1:11212", value_name = "HOST:PORT")]
     pub listen: String,

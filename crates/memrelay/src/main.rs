@@ -1,6 +1,7 @@
 //! The `memrelay` binary: parses the command line into typed settings and runs the chosen engine.
 
 mod cli;
+mod config_file;
 
 use std::process::ExitCode;
 
@@ -8,7 +9,14 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     exit_on_panic();
-    let args = match cli::Args::try_parse() {
+    let expanded = match config_file::expand(std::env::args_os().collect()) {
+        Ok(expanded) => expanded,
+        Err(message) => {
+            eprintln!("memrelay: error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = match cli::Args::try_parse_from(&expanded.argv) {
         Ok(args) => args,
         Err(e) if !e.use_stderr() => {
             // --help, --version
@@ -18,7 +26,12 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line, not clap's usage block: scripts read this.
             let message = e.to_string();
-            let first = message.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if first.ends_with(':') {
+                first = format!("{first} {}", lines.next().unwrap_or_default());
+            }
             eprintln!("memrelay: error: {first} (see --help)");
             return ExitCode::from(2);
         }
@@ -30,6 +43,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(file) = expanded.check_only {
+        let servers: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
+        println!("memrelay: {} is valid: {} servers ({})", file.display(), servers.len(), servers.join(", "));
+        return ExitCode::SUCCESS;
+    }
     match memrelay::run(settings) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -1,0 +1,152 @@
+//! `--config FILE` and `--check-config FILE`: a TOML file whose keys are the command line's long
+//! options (`server_timeout_ms = 500` is `--server-timeout-ms 500`, `servers = [...]` is one
+//! `--server` each, `failover = true` is `--failover`). The file's options go first and the
+//! command line's after them, so every option given on the command line overrides the file
+//! (and `--server` on the command line replaces the file's servers); clap then validates the
+//! whole as it validates a command line, so the file means exactly what the options mean.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use clap::CommandFactory;
+
+use crate::cli::Args;
+
+/// What the command line asked of a configuration file.
+pub struct Expanded {
+    /// The arguments to parse: the file's options, then the command line's.
+    pub argv: Vec<OsString>,
+    /// `--check-config FILE`: validate and exit.
+    pub check_only: Option<PathBuf>,
+}
+
+/// Expands `--config FILE` / `--check-config FILE` in `argv` (program name first).
+pub fn expand(argv: Vec<OsString>) -> Result<Expanded, String> {
+    let mut rest = Vec::with_capacity(argv.len());
+    let (mut file, mut check_only) = (None, None);
+    let mut args = argv.into_iter();
+    rest.extend(args.next());
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy().into_owned();
+        let (flag, inline) = match text.split_once('=') {
+            Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
+            None => (text.clone(), None),
+        };
+        if flag == "--config" || flag == "--check-config" {
+            let value = match inline {
+                Some(value) => value,
+                None => args.next().map(|v| v.to_string_lossy().into_owned()).ok_or(format!("{flag} needs a FILE"))?,
+            };
+            if flag == "--check-config" {
+                check_only = Some(PathBuf::from(&value));
+            }
+            file = Some(PathBuf::from(value));
+        } else {
+            rest.push(arg);
+        }
+    }
+    let Some(file) = file else { return Ok(Expanded { argv: rest, check_only }) };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let servers_on_command_line = rest.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--server" || a.starts_with("--server=")
+    });
+    let from_file = options(&file, &text, servers_on_command_line)?;
+    let mut argv: Vec<OsString> = rest.drain(..1).collect();
+    argv.extend(from_file.into_iter().map(OsString::from));
+    argv.extend(rest);
+    Ok(Expanded { argv, check_only })
+}
+
+/// The command-line options a file's text stands for.
+fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, String> {
+    let table: toml::Table =
+        text.parse().map_err(|e: toml::de::Error| format!("{}: {}", file.display(), one_line(&e)))?;
+    let known: Vec<String> = Args::command().get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect();
+    let mut out = Vec::new();
+    for (key, value) in &table {
+        let option = if key == "servers" { "server".to_string() } else { key.replace('_', "-") };
+        let not_an_option = ["help", "version", "config", "check-config"].contains(&option.as_str());
+        if !known.contains(&option) || not_an_option {
+            return Err(format!(
+                "{}: unknown key `{key}` (the keys are the command line's long options)",
+                file.display()
+            ));
+        }
+        let bad = |what: &str| format!("{}: `{key}` {what}", file.display());
+        match value {
+            toml::Value::Array(items) if option == "server" => {
+                if skip_servers {
+                    continue;
+                }
+                for item in items {
+                    let toml::Value::String(server) = item else { return Err(bad("must be a list of \"HOST:PORT\"")) };
+                    out.extend(["--server".to_string(), server.clone()]);
+                }
+            }
+            toml::Value::Boolean(true) => out.push(format!("--{option}")),
+            toml::Value::Boolean(false) => {}
+            toml::Value::String(text) => out.extend([format!("--{option}"), text.clone()]),
+            toml::Value::Integer(n) => out.extend([format!("--{option}"), n.to_string()]),
+            toml::Value::Float(x) => out.extend([format!("--{option}"), x.to_string()]),
+            _ => return Err(bad("must be a string, a number or true/false")),
+        }
+    }
+    Ok(out)
+}
+
+/// A TOML error on one line: where, then what (the excerpt with its caret is left out).
+fn one_line(error: &toml::de::Error) -> String {
+    let text = error.to_string();
+    let mut lines = text.lines().map(str::trim_end).filter(|l| !l.is_empty());
+    let place = lines.next().unwrap_or("TOML parse error");
+    let what: Vec<&str> = lines.filter(|l| !l.trim_start().starts_with('|') && !l.contains(" | ")).collect();
+    format!("{place}: {}", what.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    fn expanded(file_text: &str, command_line: &[&str]) -> Result<Vec<String>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memrelay.toml");
+        std::fs::write(&path, file_text).unwrap();
+        let mut words = vec!["memrelay", "--config", path.to_str().unwrap()];
+        words.extend_from_slice(command_line);
+        let e = expand(argv(&words))?;
+        Ok(e.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect())
+    }
+
+    #[test]
+    fn file_options_come_first_so_the_command_line_overrides_them() {
+        let text = "servers = [\"a:1\", \"b:2\"]\nserver_timeout_ms = 500\nfailover = true\nsharded = false\n";
+        let got = expanded(text, &["--server-timeout-ms", "900"]).unwrap();
+        let joined = got.join(" ");
+        assert!(joined.starts_with("memrelay "), "{joined}");
+        for part in ["--server a:1 --server b:2", "--server-timeout-ms 500", "--failover"] {
+            assert!(joined.contains(part), "{joined}");
+        }
+        assert!(!joined.contains("--sharded"), "{joined}");
+        // The command line's value comes last, so it wins.
+        assert!(joined.ends_with("--server-timeout-ms 900"), "{joined}");
+        // --server on the command line replaces the file's servers.
+        let got = expanded(text, &["--server", "c:3"]).unwrap();
+        assert!(!got.contains(&"a:1".to_string()) && got.contains(&"c:3".to_string()));
+    }
+
+    #[test]
+    fn bad_files_say_where_and_why() {
+        let unknown = expanded("servers = [\"a:1\"]\nserver_timout_ms = 5\n", &[]).unwrap_err();
+        assert!(unknown.contains("unknown key `server_timout_ms`"), "{unknown}");
+        let syntax = expanded("servers = [\"a:1\"\n", &[]).unwrap_err();
+        assert!(syntax.contains("line 1") || syntax.contains("line 2"), "{syntax}");
+        let shape = expanded("listen = [1, 2]\n", &[]).unwrap_err();
+        assert!(shape.contains("`listen` must be"), "{shape}");
+        assert!(expand(argv(&["memrelay", "--config"])).is_err());
+    }
+}
