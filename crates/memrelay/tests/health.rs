@@ -32,22 +32,19 @@ for_each_engine!(suite);
 const TIMEOUT_MS: u64 = 400;
 const DOWN_AFTER: usize = 2;
 
-fn stat(client: &mut Client, name: &str) -> String {
-    client.send(b"stats\r\n");
-    let reply = String::from_utf8(client.read_until(b"END\r\n")).unwrap();
-    let prefix = format!("STAT {name} ");
-    reply.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).unwrap_or_default()
+/// Three servers and memrelay in front of them with a short timeout, a down count of
+/// [`DOWN_AFTER`], and `extra` options.
+fn start(engine: &str, extra: &[&str]) -> (Vec<Memcached>, Memrelay) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let (timeout, down_after) = (TIMEOUT_MS.to_string(), DOWN_AFTER.to_string());
+    let mut args = vec!["--server-timeout-ms", &timeout, "--down-after", &down_after];
+    args.extend_from_slice(extra);
+    let relay = Memrelay::start(engine, &servers.iter().collect::<Vec<_>>(), &args);
+    (servers, relay)
 }
 
 fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
-    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
-    let refs: Vec<&Memcached> = servers.iter().collect();
-    let timeout = TIMEOUT_MS.to_string();
-    let relay = Memrelay::start(
-        engine,
-        &refs,
-        &["--server-timeout-ms", &timeout, "--down-after", "2", "--probe-first-ms", "50", "--probe-max-ms", "200"],
-    );
+    let (servers, relay) = start(engine, &["--probe-first-ms", "50", "--probe-max-ms", "200"]);
     let mut c = relay.client();
     c.set_read_timeout(Duration::from_secs(10));
     assert_eq!(c.set("k", b"v"), "STORED\r\n");
@@ -70,8 +67,8 @@ fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
     }
     assert!(slow <= DOWN_AFTER, "{slow} requests waited for the timeout");
     assert!(fast >= 12 - DOWN_AFTER);
-    assert_eq!(stat(&mut c, "server_1_state"), "down");
-    assert_eq!(stat(&mut c, "server_0_state"), "up");
+    assert_eq!(stat_of(&mut c, "server_1_state"), "down");
+    assert_eq!(stat_of(&mut c, "server_0_state"), "up");
     // Back through a probe, without a restart of anything.
     servers[1].resume();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -79,8 +76,8 @@ fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
         assert!(Instant::now() < deadline, "the server did not come back through a probe");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(stat(&mut c, "server_1_state"), "up");
-    assert_eq!(stat(&mut c, "server_1_downs"), "1");
+    assert_eq!(stat_of(&mut c, "server_1_state"), "up");
+    assert_eq!(stat_of(&mut c, "server_1_downs"), "1");
     for server in &servers {
         assert_eq!(server.get_raw("k").as_deref(), Some(&b"x"[..]));
     }
@@ -89,28 +86,8 @@ fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
 }
 
 fn reads_fail_over_at_once_while_a_replica_is_down(engine: &str) {
-    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
-    let refs: Vec<&Memcached> = servers.iter().collect();
-    let timeout = TIMEOUT_MS.to_string();
-    let relay = Memrelay::start(
-        engine,
-        &refs,
-        &[
-            "--distribution",
-            "ketama",
-            "--replication",
-            "3",
-            "--read-from",
-            "any-replica",
-            "--failover",
-            "--server-timeout-ms",
-            &timeout,
-            "--down-after",
-            "2",
-            "--probe-first-ms",
-            "5000",
-        ],
-    );
+    let ketama = ["--distribution", "ketama", "--replication", "3", "--read-from", "any-replica", "--failover"];
+    let (servers, relay) = start(engine, &[&ketama[..], &["--probe-first-ms", "5000"]].concat());
     let mut c = relay.client();
     c.set_read_timeout(Duration::from_secs(10));
     for i in 0..20 {

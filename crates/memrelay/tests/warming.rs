@@ -29,13 +29,6 @@ for_each_engine!(suite);
 
 const KEYS: usize = 300;
 
-fn stat(client: &mut Client, name: &str) -> String {
-    client.send(b"stats\r\n");
-    let reply = String::from_utf8(client.read_until(b"END\r\n")).unwrap();
-    let prefix = format!("STAT {name} ");
-    reply.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).unwrap_or_default()
-}
-
 /// Starts two servers and memrelay (every key on both), stores the keys, restarts server 1 and
 /// waits until memrelay noticed. Returns the servers, memrelay and a client.
 fn restarted(engine: &str, extra: &[&str]) -> (Vec<Memcached>, Memrelay, Client) {
@@ -51,7 +44,7 @@ fn restarted(engine: &str, extra: &[&str]) -> (Vec<Memcached>, Memrelay, Client)
     std::thread::sleep(Duration::from_millis(300));
     servers[1].restart();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while stat(&mut c, "server_1_restarts") != "1" {
+    while stat_of(&mut c, "server_1_restarts") != "1" {
         assert!(Instant::now() < deadline, "the restart was not noticed");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -68,7 +61,7 @@ fn misses(c: &mut Client) -> usize {
 
 fn a_restarted_server_is_warmed_from_its_replica(engine: &str) {
     let (servers, relay, mut c) = restarted(engine, &[]);
-    assert_eq!(stat(&mut c, "server_1_cold"), "1");
+    assert_eq!(stat_of(&mut c, "server_1_cold"), "1");
     // Reads alternate between the servers: every one is a hit, as before the restart.
     assert_eq!(misses(&mut c), 0, "misses after the restart was noticed");
     // Half the reads went to the restarted server and wrote their value back (in add mode).
@@ -89,7 +82,7 @@ fn a_restarted_server_is_warmed_from_its_replica(engine: &str) {
 
 fn without_warming_reads_miss(engine: &str) {
     let (_servers, _relay, mut c) = restarted(engine, &["--no-warm"]);
-    assert_eq!(stat(&mut c, "server_1_cold"), "0");
+    assert_eq!(stat_of(&mut c, "server_1_cold"), "0");
     let missed = misses(&mut c);
     assert!(missed >= KEYS / 2 - 5, "without warming about half the reads miss, not {missed}");
 }

@@ -174,3 +174,11 @@ pub fn run_memrelay(args: &[&str]) -> (ExitStatus, String) {
     };
     (status, fs::read_to_string(&path).unwrap_or_default())
 }
+
+/// One line of memrelay's `stats`: the value of `name`, or empty when it has none.
+pub fn stat_of(client: &mut Client, name: &str) -> String {
+    client.send(b"stats\r\n");
+    let reply = String::from_utf8(client.read_until(b"END\r\n")).unwrap();
+    let prefix = format!("STAT {name} ");
+    reply.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string)).unwrap_or_default()
+}
