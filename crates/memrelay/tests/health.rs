@@ -1,6 +1,6 @@
 //! Per-server health against a real memcached that stops answering (SIGSTOP): at most
 //! `--down-after` requests wait for the server timeout, after which requests that need the server
-//! fail within milliseconds (or, with failover, are served by a replica at once); SIGCONT brings
+//! fail well within the timeout (or, with failover, are served by a replica at once); SIGCONT brings
 //! it back through a `version` probe, and `stats` shows the state and the transitions.
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
@@ -59,7 +59,7 @@ fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
         if took >= Duration::from_millis(TIMEOUT_MS * 3 / 4) {
             slow += 1;
         } else {
-            assert!(took < Duration::from_millis(50), "a request to a down server took {took:?}");
+            assert!(took < Duration::from_millis(200), "a request to a down server took {took:?}");
             // Down, or (before the count is reached) a connection still backing off.
             assert!(reply.contains("server down") || reply.contains("server unavailable"), "{reply}");
             fast += 1;
