@@ -88,6 +88,22 @@ pub struct Outcome {
 /// Highest latency a histogram holds (µs); larger values are clamped to it.
 const HISTOGRAM_MAX_US: u64 = 60_000_000;
 
+/// Adds `other` into `into`; an empty one costs nothing (adding walks every bucket, and most of
+/// a window's histograms are empty: kinds and servers a thread did not see).
+fn merge(into: &mut Histogram<u64>, other: &Histogram<u64>) {
+    if !other.is_empty() {
+        // Same bounds everywhere, so adding cannot fail.
+        let _ = into.add(other);
+    }
+}
+
+/// Empties a histogram; an empty one is left alone (resetting clears every bucket).
+fn clear(histogram: &mut Histogram<u64>) {
+    if !histogram.is_empty() {
+        histogram.reset();
+    }
+}
+
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, 3).expect("static histogram bounds are valid")
 }
@@ -153,9 +169,9 @@ impl KindStats {
         self.queue_us_sum += other.queue_us_sum;
         self.service_us_sum += other.service_us_sum;
         // Same bounds everywhere, so adding cannot fail.
-        let _ = self.response.add(&other.response);
-        let _ = self.queue.add(&other.queue);
-        let _ = self.service.add(&other.service);
+        merge(&mut self.response, &other.response);
+        merge(&mut self.queue, &other.queue);
+        merge(&mut self.service, &other.service);
     }
 
     fn clear(&mut self) {
@@ -167,9 +183,9 @@ impl KindStats {
         self.response_us_sum = 0;
         self.queue_us_sum = 0;
         self.service_us_sum = 0;
-        self.response.reset();
-        self.queue.reset();
-        self.service.reset();
+        clear(&mut self.response);
+        clear(&mut self.queue);
+        clear(&mut self.service);
     }
 }
 
@@ -230,7 +246,7 @@ impl Window {
         self.kinds.iter_mut().for_each(KindStats::clear);
         self.per_server.iter_mut().for_each(|c| *c = 0);
         self.per_server_failures.iter_mut().for_each(|c| *c = 0);
-        self.per_server_latency.iter_mut().for_each(Histogram::reset);
+        self.per_server_latency.iter_mut().for_each(clear);
         self.per_server_latency_us_sum.iter_mut().for_each(|c| *c = 0);
         self.queue_len_sum = 0;
         self.queue_len_samples = 0;
@@ -249,8 +265,7 @@ impl Window {
             *mine += theirs;
         }
         for (mine, theirs) in self.per_server_latency.iter_mut().zip(&other.per_server_latency) {
-            // Same bounds everywhere, so adding cannot fail.
-            let _ = mine.add(theirs);
+            merge(mine, theirs);
         }
         for (mine, theirs) in self.per_server_latency_us_sum.iter_mut().zip(&other.per_server_latency_us_sum) {
             *mine += theirs;
