@@ -49,14 +49,15 @@ impl LocalAnswers {
         LocalAnswers { live, health, started: Instant::now(), servers, threads }
     }
 
-    pub fn connection_opened(&self) {
-        self.live.current_connections.fetch_add(1, Ordering::Relaxed);
+    /// Counts a new client if fewer than `max` are connected; false (nothing counted) if not.
+    pub fn try_connection_opened(&self, max: u64) -> bool {
+        let before = self.live.current_connections.fetch_add(1, Ordering::AcqRel);
+        if before >= max {
+            self.live.current_connections.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
         self.live.total_connections.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Clients connected to the whole process.
-    pub fn connections(&self) -> u64 {
-        self.live.current_connections.load(Ordering::Relaxed)
+        true
     }
 
     pub fn connection_closed(&self) {

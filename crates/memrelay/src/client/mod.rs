@@ -131,7 +131,8 @@ impl<E> ClientSide<E> {
         loop {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if self.local.connections() >= self.max_clients as u64 {
+                    // Taken atomically: the event loops accept at the same time.
+                    if !self.local.try_connection_opened(self.max_clients as u64) {
                         let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
                         continue;
                     }
@@ -139,6 +140,7 @@ impl<E> ClientSide<E> {
                     let entry = self.sessions.vacant_entry();
                     let fd = stream.as_raw_fd();
                     if registry.register(&mut SourceFd(&fd), Token(entry.key()), Interest::READABLE).is_err() {
+                        self.local.connection_closed();
                         continue;
                     }
                     entry.insert(Session {
@@ -148,7 +150,6 @@ impl<E> ClientSide<E> {
                         closing: false,
                         engine: state(),
                     });
-                    self.local.connection_opened();
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
