@@ -265,29 +265,23 @@ def network_model(
             if own.split_measured
             else max(float(row["mw_response_ms"]) - float(row["mw_queue_ms"]) - float(row["mw_service_ms"]), 0.0)
         )
+        # The configuration and its demands, shared by both tables.
         config = {c: row[c] for c in columns}
+        demands = {
+            **config,
+            "population": population,
+            "net_thread_ms": source.net_thread / MS,
+            "workers_own_ms": source.workers_own / MS,
+            "servers_ms": source.servers / MS,
+            "network_ms": source.network / MS,
+            "workers_demand_ms": workers_demand / MS,
+        }
         demand_rows.append(
-            {
-                **config,
-                "population": population,
-                "net_thread_ms": source.net_thread / MS,
-                "workers_own_ms": source.workers_own / MS,
-                "servers_ms": source.servers / MS,
-                "network_ms": source.network / MS,
-                "workers_demand_ms": workers_demand / MS,
-                "worker_threads": source.workers,
-                "split_measured": source.split_measured,
-            }
+            {**demands, "worker_threads": source.workers, "split_measured": source.split_measured}
         )
         comparison_rows.append(
             {
-                **config,
-                "population": population,
-                "net_thread_ms": source.net_thread / MS,
-                "workers_own_ms": source.workers_own / MS,
-                "servers_ms": source.servers / MS,
-                "network_ms": source.network / MS,
-                "workers_demand_ms": workers_demand / MS,
+                **demands,
                 "bottleneck": max(utilizations, key=utilizations.__getitem__),
                 "asymptotic_bottleneck": bounds.bottleneck,
                 "knee_population": bounds.knee_population,
