@@ -267,7 +267,7 @@ def network_model(
         )
         # The configuration and its demands, shared by both tables.
         config = {c: row[c] for c in columns}
-        demands = {
+        shared = {
             **config,
             "population": population,
             "net_thread_ms": source.net_thread / MS,
@@ -277,11 +277,11 @@ def network_model(
             "workers_demand_ms": workers_demand / MS,
         }
         demand_rows.append(
-            {**demands, "worker_threads": source.workers, "split_measured": source.split_measured}
+            {**shared, "worker_threads": source.workers, "split_measured": source.split_measured}
         )
         comparison_rows.append(
             {
-                **demands,
+                **shared,
                 "bottleneck": max(utilizations, key=utilizations.__getitem__),
                 "asymptotic_bottleneck": bounds.bottleneck,
                 "knee_population": bounds.knee_population,
