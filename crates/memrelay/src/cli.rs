@@ -2,7 +2,6 @@
 //! validated once, into the library's typed [`Settings`]. Nothing in the library sees clap.
 
 use memrelay::health::HealthSettings;
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -30,8 +29,10 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:11212", value_name = "HOST:PORT")]
     pub listen: String,
 
-    /// A memcached server (repeat for several). Order matters: it numbers the servers.
-    #[arg(long = "server", required = true, value_name = "HOST:PORT")]
+    /// A memcached server (repeat for several), `HOST:PORT[:WEIGHT] [NAME]` as in twemproxy: the
+    /// weight is its share of the keys with ketama, the name is what the ring hashes (so a server
+    /// can move to another address and keep its keys) and what logs and metrics call it.
+    #[arg(long = "server", required = true, value_name = "HOST:PORT[:WEIGHT] [NAME]")]
     pub servers: Vec<String>,
 
     /// Scheduler: `evented` runs event-loop threads sharing non-blocking server connections
@@ -162,8 +163,17 @@ impl Args {
             return Err("at most 1024 servers".into());
         }
         let mut servers = Vec::with_capacity(self.servers.len());
-        for name in &self.servers {
-            servers.push(endpoint(name).map_err(|e| format!("--server {name}: {e}"))?);
+        for spec in &self.servers {
+            let server = Endpoint::server(spec).map_err(|e| format!("--server {spec}: {e}"))?;
+            if let Some(twin) = servers.iter().find(|s: &&Endpoint| s.addr == server.addr) {
+                return Err(format!("--server {spec}: {} is already a server ({})", server.addr, twin.address));
+            }
+            if let Some(label) = &server.label {
+                if servers.iter().any(|s| s.label.as_ref() == Some(label)) {
+                    return Err(format!("--server {spec}: the name `{label}` is taken"));
+                }
+            }
+            servers.push(server);
         }
         let distribution = match self.distribution {
             DistributionArg::All => Distribution::All,
@@ -236,12 +246,7 @@ impl Args {
 }
 
 fn endpoint(name: &str) -> Result<Endpoint, String> {
-    let addr = name
-        .to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or_else(|| "resolves to no address".to_string())?;
-    Ok(Endpoint { addr, name: name.to_string() })
+    Endpoint::resolve(name)
 }
 
 #[cfg(test)]
@@ -260,6 +265,25 @@ mod tests {
         assert_eq!(s.routing.replication, 1);
         assert_eq!(s.limits.max_value_size, 1024 * 1024);
         assert_eq!(s.server_timeout, Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn servers_take_a_weight_and_a_name_as_in_twemproxy() {
+        let s =
+            settings(&["--server", "127.0.0.1:1:3 alpha", "--server", "127.0.0.1:2", "--server", "[::1]:3"]).unwrap();
+        let [a, b, c] = &s.servers[..] else { panic!() };
+        assert_eq!(
+            (a.name.as_str(), a.address.as_str(), a.label.as_deref(), a.weight),
+            ("alpha", "127.0.0.1:1", Some("alpha"), 3)
+        );
+        assert_eq!((b.name.as_str(), b.label.as_deref(), b.weight), ("127.0.0.1:2", None, 1));
+        assert_eq!((c.addr.port(), c.weight), (3, 1));
+        let twice = settings(&["--server", "127.0.0.1:1", "--server", "127.0.0.1:1:2"]).unwrap_err();
+        assert!(twice.contains("already a server"), "{twice}");
+        let name_taken = settings(&["--server", "127.0.0.1:1 a", "--server", "127.0.0.1:2 a"]).unwrap_err();
+        assert!(name_taken.contains("`a` is taken"), "{name_taken}");
+        let zero = settings(&["--server", "127.0.0.1:1:0"]).unwrap_err();
+        assert!(zero.contains("weight `0`"), "{zero}");
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub struct Expanded {
     pub argv: Vec<OsString>,
     /// `--check-config FILE`: validate and exit.
     pub check_only: Option<PathBuf>,
+    /// The file read (`--config` or `--check-config`).
+    pub file: Option<PathBuf>,
 }
 
 /// Expands `--config FILE` / `--check-config FILE` in `argv` (program name first).
@@ -45,7 +47,7 @@ pub fn expand(argv: Vec<OsString>) -> Result<Expanded, String> {
             rest.push(arg);
         }
     }
-    let Some(file) = file else { return Ok(Expanded { argv: rest, check_only }) };
+    let Some(file) = file else { return Ok(Expanded { argv: rest, check_only, file: None }) };
     let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let servers_on_command_line = rest.iter().any(|a| {
         let a = a.to_string_lossy();
@@ -55,7 +57,7 @@ pub fn expand(argv: Vec<OsString>) -> Result<Expanded, String> {
     let mut argv: Vec<OsString> = rest.drain(..1).collect();
     argv.extend(from_file.into_iter().map(OsString::from));
     argv.extend(rest);
-    Ok(Expanded { argv, check_only })
+    Ok(Expanded { argv, check_only, file: Some(file) })
 }
 
 /// The command-line options a file's text stands for.
@@ -80,8 +82,8 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
                     continue;
                 }
                 for item in items {
-                    let toml::Value::String(server) = item else { return Err(bad("must be a list of \"HOST:PORT\"")) };
-                    out.extend(["--server".to_string(), server.clone()]);
+                    let server = server_spec(item).map_err(|what| bad(&what))?;
+                    out.extend(["--server".to_string(), server]);
                 }
             }
             toml::Value::Boolean(true) => out.push(format!("--{option}")),
@@ -93,6 +95,34 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
         }
     }
     Ok(out)
+}
+
+/// One server of `servers` as `--server` takes it: a string `"HOST:PORT[:WEIGHT] [NAME]"`, or a
+/// table `{ address = "HOST:PORT", weight = 2, name = "cache-a" }` (weight and name optional).
+fn server_spec(item: &toml::Value) -> Result<String, String> {
+    const SHAPE: &str = "must list servers as \"HOST:PORT[:WEIGHT] [NAME]\" or { address, weight, name }";
+    match item {
+        toml::Value::String(server) => Ok(server.clone()),
+        toml::Value::Table(table) => {
+            if let Some(key) = table.keys().find(|k| !["address", "weight", "name"].contains(&k.as_str())) {
+                return Err(format!("has a server with unknown key `{key}` (address, weight, name)"));
+            }
+            let Some(toml::Value::String(address)) = table.get("address") else { return Err(SHAPE.into()) };
+            let mut spec = address.clone();
+            match table.get("weight") {
+                None => {}
+                Some(toml::Value::Integer(weight)) => spec = format!("{spec}:{weight}"),
+                Some(_) => return Err("has a server whose weight is not a whole number".into()),
+            }
+            match table.get("name") {
+                None => {}
+                Some(toml::Value::String(name)) => spec = format!("{spec} {name}"),
+                Some(_) => return Err("has a server whose name is not a string".into()),
+            }
+            Ok(spec)
+        }
+        _ => Err(SHAPE.into()),
+    }
 }
 
 /// A TOML error on one line: where, then what (the excerpt with its caret is left out).
@@ -140,11 +170,21 @@ mod tests {
     }
 
     #[test]
+    fn servers_take_weights_and_names_as_strings_or_tables() {
+        let text =
+            "servers = [\"a:1:3 alpha\", { address = \"b:2\", weight = 2, name = \"beta\" }, { address = \"c:3\" }]\n";
+        let got = expanded(text, &[]).unwrap();
+        assert_eq!(got[1..], ["--server", "a:1:3 alpha", "--server", "b:2:2 beta", "--server", "c:3"]);
+    }
+
+    #[test]
     fn bad_files_say_where_and_why() {
         let unknown = expanded("servers = [\"a:1\"]\nserver_timout_ms = 5\n", &[]).unwrap_err();
         assert!(unknown.contains("unknown key `server_timout_ms`"), "{unknown}");
         let syntax = expanded("servers = [\"a:1\"\n", &[]).unwrap_err();
         assert!(syntax.contains("line 1") || syntax.contains("line 2"), "{syntax}");
+        let server = expanded("servers = [{ address = \"a:1\", wieght = 2 }]\n", &[]).unwrap_err();
+        assert!(server.contains("unknown key `wieght`"), "{server}");
         let shape = expanded("listen = [1, 2]\n", &[]).unwrap_err();
         assert!(shape.contains("`listen` must be"), "{shape}");
         assert!(expand(argv(&["memrelay", "--config"])).is_err());

@@ -148,9 +148,7 @@ fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
 
 /// Three servers; `mode` picks all-servers, sharded, or ketama with two replicas.
 fn router(mode: u8) -> Router {
-    let servers: Vec<Endpoint> = (1..=3)
-        .map(|port| Endpoint { addr: ([127, 0, 0, 1], port).into(), name: format!("127.0.0.1:{port}") })
-        .collect();
+    let servers: Vec<Endpoint> = (1..=3).map(Endpoint::local).collect();
     let ketama = mode / 16 % 3 == 2;
     let routing = Routing {
         sharded: mode / 16 % 3 == 1,

@@ -16,6 +16,8 @@
 //! - `client`: the client side both engines share: listener, sessions, incremental parsing,
 //!   local answers, flushing, closing.
 //! - [`routing`]: pure routing, and the [`routing::ketama`] ring.
+//! - [`servers`]: stable server ids; [`generation`]: the servers and routing in force;
+//!   [`reload`]: SIGHUP puts a new configuration in force.
 //! - `relay`: pure reply rules, request rewrites and the failover walk.
 //! - `engine`: `pool` (net thread, FIFO queue, blocking workers: the seeds' design) and `evented`
 //!   (event loops sharing non-blocking server connections), over one event-loop skeleton.
@@ -28,10 +30,13 @@ mod buffer;
 mod client;
 mod engine;
 pub mod fuzzing;
+pub mod generation;
 pub mod health;
 pub mod measure;
 mod relay;
+pub mod reload;
 pub mod routing;
+pub mod servers;
 pub mod settings;
 mod signals;
 mod startup;
@@ -48,9 +53,15 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Runs the configured engine until SIGINT/SIGTERM, then returns after a clean stop.
 pub fn run(settings: Settings) -> Result<(), Error> {
+    run_reloading(settings, None)
+}
+
+/// [`run`], and on each SIGHUP reads the configuration again from `reload` and puts it in force
+/// ([`reload`]).
+pub fn run_reloading(settings: Settings, reload: Option<reload::Source>) -> Result<(), Error> {
     let shutdown = Arc::new(AtomicBool::new(false));
     match settings.engine.kind {
-        settings::Engine::Pool => engine::pool::run(settings, shutdown),
-        settings::Engine::Evented => engine::evented::run(settings, shutdown),
+        settings::Engine::Pool => engine::pool::run(settings, shutdown, reload),
+        settings::Engine::Evented => engine::evented::run(settings, shutdown, reload),
     }
 }

@@ -9,7 +9,8 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     exit_on_panic();
-    let expanded = match config_file::expand(std::env::args_os().collect()) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let expanded = match config_file::expand(argv.clone()) {
         Ok(expanded) => expanded,
         Err(message) => {
             eprintln!("memrelay: error: {message}");
@@ -48,13 +49,35 @@ fn main() -> ExitCode {
         println!("memrelay: {} is valid: {} servers ({})", file.display(), servers.len(), servers.join(", "));
         return ExitCode::SUCCESS;
     }
-    match memrelay::run(settings) {
+    // SIGHUP reads the file again under the same command line.
+    let reload: Option<memrelay::reload::Source> = match expanded.file {
+        Some(_) => Some(Box::new(move || read_settings(argv.clone()))),
+        None => None,
+    };
+    match memrelay::run_reloading(settings, reload) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("memrelay: error: {error}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The settings `argv` stands for, with its `--config` file read again (a reload); the error is
+/// one line.
+fn read_settings(argv: Vec<std::ffi::OsString>) -> Result<memrelay::Settings, String> {
+    let expanded = config_file::expand(argv)?;
+    let args = cli::Args::try_parse_from(&expanded.argv).map_err(|e| {
+        let message = e.to_string();
+        message
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("bad options")
+            .trim_start_matches("error: ")
+            .to_string()
+    })?;
+    args.into_settings()
 }
 
 /// A panic in any thread ends the process with a non-zero status, so a supervisor restarts it.

@@ -2,7 +2,7 @@
 //! everything else: where to listen, the servers, the engine, routing, client limits and
 //! measurement. No clap here: the library never sees the command line.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -11,18 +11,76 @@ use serde_json::{json, Value};
 
 use crate::routing::ketama::KeyHash;
 
-/// An address as given (the ketama ring hashes the name, as twemproxy hashes `host:port`) and
-/// as resolved.
-#[derive(Debug, Clone)]
+/// An address as given and as resolved, with what the ketama ring needs of a server: its
+/// weight, and the string hashed for its points (twemproxy's: the name when one is given, else
+/// `host:port` as written).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub addr: SocketAddr,
+    /// How memrelay names the server (logs, `stats`, metrics): its name, or `host:port`.
     pub name: String,
+    /// `host:port` as written.
+    pub address: String,
+    /// The name given after the address, which the ring hashes instead of the address.
+    pub label: Option<String>,
+    /// Relative share of the keys on the ketama ring (1 unless given).
+    pub weight: u32,
+}
+
+impl Endpoint {
+    /// `host:port`, resolved; weight 1, no name.
+    pub fn resolve(address: &str) -> Result<Endpoint, String> {
+        let addr = address
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())?
+            .next()
+            .ok_or_else(|| "resolves to no address".to_string())?;
+        Ok(Endpoint { addr, name: address.to_string(), address: address.to_string(), label: None, weight: 1 })
+    }
+
+    /// A server as `--server` takes it, twemproxy's form with both parts optional:
+    /// `HOST:PORT[:WEIGHT] [NAME]` (an IPv6 host in brackets).
+    pub fn server(spec: &str) -> Result<Endpoint, String> {
+        let spec = spec.trim();
+        let (address, label) = match spec.split_once(' ') {
+            Some((address, label)) => (address, Some(label.trim())),
+            None => (spec, None),
+        };
+        let (address, weight) = match address.rsplit_once(':') {
+            // A third field: `host:port:weight` (not the port of `[v6]:port` or `host:port`).
+            Some((host_port, weight)) if host_port.contains(':') && !host_port.ends_with(']') => {
+                let weight = weight
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&w| w >= 1 && w <= i32::MAX as u32)
+                    .ok_or_else(|| format!("weight `{weight}` must be a whole number >= 1"))?;
+                (host_port, weight)
+            }
+            _ => (address, 1),
+        };
+        if label.is_some_and(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+            return Err("the name after the address must be one word".into());
+        }
+        let mut endpoint = Endpoint::resolve(address)?;
+        endpoint.weight = weight;
+        if let Some(label) = label {
+            endpoint.name = label.to_string();
+            endpoint.label = Some(label.to_string());
+        }
+        Ok(endpoint)
+    }
+
+    /// Loopback `127.0.0.1:port`, weight 1 (tests).
+    pub fn local(port: u16) -> Endpoint {
+        let address = format!("127.0.0.1:{port}");
+        Endpoint { addr: ([127, 0, 0, 1], port).into(), name: address.clone(), address, label: None, weight: 1 }
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: Endpoint,
-    /// The servers, numbered by their order.
+    /// The servers, in their order (which breaks ties on the ring and numbers them in `stats`).
     pub servers: Vec<Endpoint>,
     pub engine: EngineSettings,
     pub routing: Routing,

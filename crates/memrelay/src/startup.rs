@@ -15,13 +15,15 @@ use mio::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
 use crate::client::local::LocalAnswers;
+use crate::generation::{Current, Generation};
 use crate::health::{self, Health};
 use crate::measure;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Recorder, Window, WindowClock};
 use crate::measure::prometheus::Sources;
 use crate::measure::stats::StatsThread;
-use crate::routing::Router;
+use crate::reload;
+use crate::servers::Registry;
 use crate::settings::Settings;
 
 /// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
@@ -69,8 +71,12 @@ impl std::error::Error for Error {}
 /// What every engine starts with: the router, the statistics thread and the channels its
 /// recorders ship windows on, the running totals and the shutdown flag.
 pub(crate) struct Runtime {
+    /// The settings memrelay started with (a reload changes only the generation).
     pub settings: Arc<Settings>,
-    pub router: Arc<Router>,
+    /// Every server by stable id.
+    pub registry: Arc<Registry>,
+    /// The servers and routing in force.
+    pub current: Arc<Current>,
     pub health: Arc<Health>,
     pub live: Arc<LiveTotals>,
     pub shutdown: Arc<AtomicBool>,
@@ -84,35 +90,74 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// Starts the statistics thread for `recorders` recording threads.
-    pub fn start(settings: Settings, recorders: usize, shutdown: Arc<AtomicBool>) -> Result<Runtime, Error> {
+    /// Starts the statistics thread for `recorders` recording threads, the probe thread, the
+    /// metrics endpoint, and reloads on SIGHUP from `reload`.
+    pub fn start(
+        settings: Settings,
+        recorders: usize,
+        shutdown: Arc<AtomicBool>,
+        reload: Option<reload::Source>,
+    ) -> Result<Runtime, Error> {
         let settings = Arc::new(settings);
-        let router = Arc::new(Router::new(&settings.routing, &settings.servers).map_err(Error::Routing)?);
+        let registry = Arc::new(Registry::new(&[]));
+        let current = Arc::new(Current::new(Generation::build(&settings, &registry, 1).map_err(Error::Routing)?));
         let clock = WindowClock { start: Instant::now(), length: settings.measurement.window };
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();
         let live = LiveTotals::new(settings.servers.len());
-        let stats = StatsThread::new(Arc::clone(&settings), clock, recorders, stats_in, recycle_out, Arc::clone(&live))
-            .map_err(Error::Statistics)?;
+        let stats = StatsThread::new(
+            Arc::clone(&settings),
+            clock,
+            recorders,
+            stats_in,
+            recycle_out,
+            Arc::clone(&live),
+            Arc::clone(&registry),
+        )
+        .map_err(Error::Statistics)?;
         let stop_stats = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&stop_stats);
         let stats = spawn("stats", move || stats.run(stop))?;
-        let names = settings.servers.iter().map(|s| s.name.clone()).collect();
-        let health = Arc::new(Health::new(names, settings.health));
+        let health = Arc::new(Health::new(Arc::clone(&registry), settings.health));
         let probe = {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
-            let addrs = settings.servers.iter().map(|s| s.addr).collect();
-            let timeout = settings.server_timeout;
-            spawn("probe", move || health::probe::run(health, addrs, timeout, shutdown))?
+            let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
+            spawn("probe", move || health::probe::run(health, registry, current, shutdown))?
         };
         if let Some(addr) = settings.measurement.metrics_listen {
             let server = measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?;
-            let sources = Sources { live: Arc::clone(&live), health: Arc::clone(&health), generation: 1 };
+            let sources = Sources {
+                live: Arc::clone(&live),
+                health: Arc::clone(&health),
+                registry: Arc::clone(&registry),
+                current: Arc::clone(&current),
+            };
             let registry = measure::prometheus::registry(sources);
             let shutdown = Arc::clone(&shutdown);
             spawn("metrics", move || measure::endpoint::serve(server, registry, shutdown))?;
         }
-        Ok(Runtime { settings, router, health, live, shutdown, clock, to_stats, recycled, stats, stop_stats, probe })
+        if let Some(source) = reload {
+            let target = reload::Target {
+                started: Arc::clone(&settings),
+                registry: Arc::clone(&registry),
+                current: Arc::clone(&current),
+            };
+            reload::watch(source, target, Arc::clone(&shutdown)).map_err(Error::EventLoopSetup)?;
+        }
+        Ok(Runtime {
+            settings,
+            registry,
+            current,
+            health,
+            live,
+            shutdown,
+            clock,
+            to_stats,
+            recycled,
+            stats,
+            stop_stats,
+            probe,
+        })
     }
 
     /// The recorder of recording thread `thread` (numbered from 0).
@@ -129,8 +174,13 @@ impl Runtime {
 
     /// The answers to `version`, `stats` and the like; `threads` is what `stats` reports.
     pub fn local_answers(&self, threads: usize) -> LocalAnswers {
-        let names = self.settings.servers.iter().map(|s| s.name.clone()).collect();
-        LocalAnswers::new(Arc::clone(&self.live), Arc::clone(&self.health), names, threads)
+        LocalAnswers::new(
+            Arc::clone(&self.live),
+            Arc::clone(&self.health),
+            Arc::clone(&self.registry),
+            Arc::clone(&self.current),
+            threads,
+        )
     }
 
     /// On SIGINT/SIGTERM: sets the shutdown flag and calls `wake`.

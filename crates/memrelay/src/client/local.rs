@@ -11,9 +11,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use memrelay_protocol::{compose, Command, Request};
 
+use crate::generation::Current;
 use crate::health::Health;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::Kind;
+use crate::servers::Registry;
 
 /// What `version` answers: the memcached protocol version memrelay speaks, then its own. Clients
 /// parse the leading `major.minor.micro` (libmemcached does, and its conformance suite expects
@@ -40,13 +42,20 @@ pub struct LocalAnswers {
     live: Arc<LiveTotals>,
     health: Arc<Health>,
     started: Instant,
-    servers: Vec<String>,
+    registry: Arc<Registry>,
+    current: Arc<Current>,
     threads: usize,
 }
 
 impl LocalAnswers {
-    pub fn new(live: Arc<LiveTotals>, health: Arc<Health>, servers: Vec<String>, threads: usize) -> LocalAnswers {
-        LocalAnswers { live, health, started: Instant::now(), servers, threads }
+    pub fn new(
+        live: Arc<LiveTotals>,
+        health: Arc<Health>,
+        registry: Arc<Registry>,
+        current: Arc<Current>,
+        threads: usize,
+    ) -> LocalAnswers {
+        LocalAnswers { live, health, started: Instant::now(), registry, current, threads }
     }
 
     /// Counts a new client if fewer than `max` are connected; false (nothing counted) if not.
@@ -101,8 +110,13 @@ impl LocalAnswers {
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));
         compose::stat(out, "queue_length", queue_length);
-        for i in 0..self.servers.len() {
-            compose::stat(out, &format!("server_{i}_state"), self.health.state(i));
+        // Servers by id: those a reload dropped stay listed, retired.
+        let generation = self.current.get();
+        let names = self.registry.names();
+        compose::stat(out, "config_generation", generation.number);
+        for i in 0..names.len() {
+            let state = if generation.servers.contains(&i) { self.health.state(i) } else { "retired" };
+            compose::stat(out, &format!("server_{i}_state"), state);
             compose::stat(out, &format!("server_{i}_downs"), self.health.downs(i));
             compose::stat(out, &format!("server_{i}_restarts"), self.health.restarts(i));
             compose::stat(out, &format!("server_{i}_cold"), u8::from(self.health.is_cold(i)));
@@ -125,10 +139,14 @@ impl LocalAnswers {
         }
         compose::stat(out, "requests_total", get.count + multi.count + set.count + other.count);
         compose::stat(out, "client_errors", self.live.client_errors.load(Ordering::Relaxed));
-        for (i, name) in self.servers.iter().enumerate() {
+        for (i, name) in names.iter().enumerate() {
             compose::stat(out, &format!("server_{i}_address"), name);
-            compose::stat(out, &format!("server_{i}_requests"), totals.per_server[i]);
-            compose::stat(out, &format!("server_{i}_failures"), totals.per_server_failures[i]);
+            compose::stat(out, &format!("server_{i}_requests"), totals.per_server.get(i).copied().unwrap_or(0));
+            compose::stat(
+                out,
+                &format!("server_{i}_failures"),
+                totals.per_server_failures.get(i).copied().unwrap_or(0),
+            );
         }
         out.extend_from_slice(compose::END);
     }

@@ -17,9 +17,11 @@
 pub(crate) mod probe;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::relay::failure::Failure;
+use crate::servers::{Registry, MAX_SERVER_IDS};
 
 /// When a server is taken down and how it is probed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,19 +63,22 @@ struct ServerHealth {
     restarts: AtomicU64,
 }
 
+/// The health of every server, by id ([`crate::servers`]).
 #[derive(Debug)]
 pub struct Health {
-    servers: Vec<ServerHealth>,
-    names: Vec<String>,
+    /// One per id a process can hand out, so that the hot path indexes without a lock while
+    /// reloads add servers.
+    servers: Box<[ServerHealth]>,
+    registry: Arc<Registry>,
     settings: HealthSettings,
     started: Instant,
 }
 
 impl Health {
-    pub fn new(names: Vec<String>, settings: HealthSettings) -> Health {
+    pub fn new(registry: Arc<Registry>, settings: HealthSettings) -> Health {
         Health {
-            servers: names.iter().map(|_| ServerHealth::default()).collect(),
-            names,
+            servers: (0..MAX_SERVER_IDS).map(|_| ServerHealth::default()).collect(),
+            registry,
             settings,
             started: Instant::now(),
         }
@@ -81,14 +86,6 @@ impl Health {
 
     pub fn settings(&self) -> HealthSettings {
         self.settings
-    }
-
-    pub fn servers(&self) -> usize {
-        self.servers.len()
-    }
-
-    pub fn name(&self, server: usize) -> &str {
-        &self.names[server]
     }
 
     /// Whether requests for `server` fail at once.
@@ -118,7 +115,7 @@ impl Health {
             eprintln!(
                 "memrelay: server {} is down after {failures} consecutive failures (last: {}); requests for it \
                  fail at once until it answers a probe",
-                self.names[server],
+                self.registry.name(server),
                 failure.reason()
             );
         }
@@ -131,7 +128,7 @@ impl Health {
         if s.down.swap(false, Ordering::AcqRel) {
             eprintln!(
                 "memrelay: server {} is up again (answered a probe after {:.1} s down)",
-                self.names[server],
+                self.registry.name(server),
                 down_for.as_secs_f64()
             );
         }
@@ -155,14 +152,14 @@ impl Health {
         let s = &self.servers[server];
         s.restarts.fetch_add(1, Ordering::Relaxed);
         if self.settings.warm_for.is_zero() {
-            eprintln!("memrelay: server {} restarted (warming is off)", self.names[server]);
+            eprintln!("memrelay: server {} restarted (warming is off)", self.registry.name(server));
             return;
         }
         let until = self.started.elapsed() + self.settings.warm_for;
         s.cold_until_ms.store(until.as_millis() as u64, Ordering::Relaxed);
         eprintln!(
             "memrelay: server {} restarted; its read misses are retried on a replica and written back for {} s",
-            self.names[server],
+            self.registry.name(server),
             self.settings.warm_for.as_secs()
         );
     }
@@ -182,9 +179,11 @@ impl Health {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Endpoint;
 
     fn health(down_after: u32) -> Health {
-        Health::new(vec!["a:1".into(), "b:2".into()], HealthSettings { down_after, ..HealthSettings::default() })
+        let registry = Arc::new(Registry::new(&[Endpoint::local(1), Endpoint::local(2)]));
+        Health::new(registry, HealthSettings { down_after, ..HealthSettings::default() })
     }
 
     #[test]

@@ -12,29 +12,33 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::Health;
+use crate::generation::Current;
+use crate::servers::{Registry, MAX_SERVER_IDS};
 
 /// The longest the thread sleeps: how soon it notices a server that went down, or shutdown.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Runs until `shutdown` is set.
-pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration, shutdown: Arc<AtomicBool>) {
+/// Runs until `shutdown` is set, over the servers of the generation in force.
+pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Current>, shutdown: Arc<AtomicBool>) {
     let settings = health.settings();
-    // Per server: when it was seen down, the next probe, the current backoff.
-    let mut seen_down: Vec<Option<Instant>> = vec![None; addrs.len()];
-    let mut next_probe = vec![Instant::now(); addrs.len()];
-    let mut backoff = vec![settings.probe_first; addrs.len()];
-    // Per server: the (pid, uptime) last seen, and when to look again.
-    let mut identity: Vec<Option<(u64, u64)>> = vec![None; addrs.len()];
+    // Per server id: when it was seen down, the next probe, the current backoff.
+    let mut seen_down: Vec<Option<Instant>> = vec![None; MAX_SERVER_IDS];
+    let mut next_probe = vec![Instant::now(); MAX_SERVER_IDS];
+    let mut backoff = vec![settings.probe_first; MAX_SERVER_IDS];
+    // Per server id: the (pid, uptime) last seen, and when to look again.
+    let mut identity: Vec<Option<(u64, u64)>> = vec![None; MAX_SERVER_IDS];
     let mut next_check = Instant::now();
     while !shutdown.load(Ordering::Acquire) {
+        let generation = current.get();
+        let (servers, timeout) = (&generation.servers, generation.server_timeout);
         let now = Instant::now();
         if now >= next_check {
             next_check = now + settings.restart_check;
-            for (server, &addr) in addrs.iter().enumerate() {
+            for &server in servers {
                 if health.is_down(server) {
                     continue;
                 }
-                let Some(seen) = server_identity(addr, timeout) else { continue };
+                let Some(seen) = server_identity(registry.addr(server), timeout) else { continue };
                 if let Some((pid, uptime)) = identity[server] {
                     if seen.0 != pid || seen.1 < uptime {
                         health.restarted(server);
@@ -43,7 +47,7 @@ pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration
                 identity[server] = Some(seen);
             }
         }
-        for server in 0..addrs.len() {
+        for &server in servers {
             if !health.is_down(server) {
                 seen_down[server] = None;
                 continue;
@@ -56,7 +60,7 @@ pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration
             if now < next_probe[server] {
                 continue;
             }
-            if answers_version(addrs[server], timeout) {
+            if answers_version(registry.addr(server), timeout) {
                 health.probe_answered(server, since.elapsed());
                 seen_down[server] = None;
             } else {
@@ -67,11 +71,12 @@ pub(crate) fn run(health: Arc<Health>, addrs: Vec<SocketAddr>, timeout: Duration
         // Sleep until the next probe or check is due (at most a tick).
         let now = Instant::now();
         let mut wake = (now + TICK).min(next_check);
-        for server in 0..addrs.len() {
+        for &server in servers {
             if seen_down[server].is_some() {
                 wake = wake.min(next_probe[server]);
             }
         }
+        drop(generation);
         thread::sleep(wake.saturating_duration_since(now));
     }
 }

@@ -254,7 +254,18 @@ impl Window {
         self.samples.clear();
     }
 
+    /// Makes room for server ids below `servers` (a reload added servers).
+    pub fn ensure_servers(&mut self, servers: usize) {
+        if servers > self.per_server.len() {
+            self.per_server.resize(servers, 0);
+            self.per_server_failures.resize(servers, 0);
+            self.per_server_latency.resize_with(servers, new_histogram);
+            self.per_server_latency_us_sum.resize(servers, 0);
+        }
+    }
+
     pub fn add(&mut self, other: &Window) {
+        self.ensure_servers(other.per_server.len());
         for (mine, theirs) in self.kinds.iter_mut().zip(&other.kinds) {
             mine.add(theirs);
         }
@@ -344,6 +355,7 @@ impl Recorder {
     fn ship(&mut self, next_index: u64) {
         let mut fresh = self.recycled.try_recv().unwrap_or_else(|_| Box::new(Window::new(self.servers)));
         fresh.clear();
+        fresh.ensure_servers(self.servers);
         fresh.index = next_index;
         let mut full = std::mem::replace(&mut self.window, fresh);
         full.thread = self.thread;
@@ -368,19 +380,31 @@ impl Recorder {
     }
 
     pub fn server_request(&mut self, server: usize) {
+        self.make_room(server);
         self.window.per_server[server] += 1;
     }
 
     pub fn server_failure(&mut self, server: usize) {
+        self.make_room(server);
         self.window.per_server_failures[server] += 1;
     }
 
     /// An exchange with `server` was answered after `took`.
     #[inline]
     pub fn server_latency(&mut self, server: usize, took: Duration) {
+        self.make_room(server);
         let us = micros(took);
         self.window.per_server_latency_us_sum[server] += us;
         self.window.per_server_latency[server].saturating_record(us.max(1));
+    }
+
+    /// Grows the per-server counts for a server id a reload added.
+    #[inline]
+    fn make_room(&mut self, server: usize) {
+        if server >= self.window.per_server.len() {
+            self.servers = self.servers.max(server + 1);
+            self.window.ensure_servers(self.servers);
+        }
     }
 
     pub fn queue_length(&mut self, now: Instant, length: usize) {

@@ -16,9 +16,11 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::generation::Current;
 use crate::health::Health;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Kind, Window};
+use crate::servers::Registry as ServerRegistry;
 
 /// Upper bounds of the latency buckets, in seconds (microseconds to seconds).
 pub const BUCKETS_S: [f64; 16] =
@@ -28,8 +30,9 @@ pub const BUCKETS_S: [f64; 16] =
 pub struct Sources {
     pub live: Arc<LiveTotals>,
     pub health: Arc<Health>,
-    /// The configuration's generation (1 for the one memrelay started with).
-    pub generation: u64,
+    pub registry: Arc<ServerRegistry>,
+    /// The configuration in force (its generation: 1 for the one memrelay started with).
+    pub current: Arc<Current>,
 }
 
 impl fmt::Debug for Sources {
@@ -60,7 +63,7 @@ impl Collector for Sources {
             &mut encoder,
             "memrelay_config_generation",
             "the configuration's generation",
-            self.generation as f64,
+            self.current.number() as f64,
         )?;
         one_gauge(
             &mut encoder,
@@ -133,23 +136,24 @@ impl Sources {
 
     fn encode_servers(&self, encoder: &mut DescriptorEncoder) -> fmt::Result {
         let health = &self.health;
-        let names: Vec<&str> = (0..health.servers()).map(|s| health.name(s)).collect();
+        // Every server by id, those a reload retired too: their counters must not vanish.
+        let names = self.registry.names();
         let totals = self.live.totals();
         let per = |values: &dyn Fn(usize) -> u64| -> Vec<(Vec<(&str, &str)>, u64)> {
-            names.iter().enumerate().map(|(s, name)| (vec![("server", *name)], values(s))).collect()
+            names.iter().enumerate().map(|(s, name)| (vec![("server", name.as_str())], values(s))).collect()
         };
         if let Some(totals) = &totals {
             counter(
                 encoder,
                 "memrelay_server_requests",
                 "requests sent to each server",
-                &per(&|s| totals.per_server[s]),
+                &per(&|s| totals.per_server.get(s).copied().unwrap_or(0)),
             )?;
             counter(
                 encoder,
                 "memrelay_server_failures",
                 "failed exchanges with each server (refused, reset, timeout, bad reply, down)",
-                &per(&|s| totals.per_server_failures[s]),
+                &per(&|s| totals.per_server_failures.get(s).copied().unwrap_or(0)),
             )?;
         }
         let up: Vec<(Vec<(&str, &str)>, f64)> =
@@ -168,12 +172,13 @@ impl Sources {
                 MetricType::Histogram,
             )?;
             for (s, name) in names.iter().enumerate() {
-                let labels = [("server", *name)];
-                histogram(
-                    &mut family.encode_family(&labels)?,
-                    &totals.per_server_latency[s],
-                    totals.per_server_latency_us_sum[s],
-                )?;
+                let labels = [("server", name.as_str())];
+                let (Some(latency), Some(&sum)) =
+                    (totals.per_server_latency.get(s), totals.per_server_latency_us_sum.get(s))
+                else {
+                    continue;
+                };
+                histogram(&mut family.encode_family(&labels)?, latency, sum)?;
             }
         }
         Ok(())

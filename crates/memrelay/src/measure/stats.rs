@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
+use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::VERSION;
 
@@ -45,6 +46,8 @@ pub struct StatsThread {
     totals: Window,
     windows_out: Option<BufWriter<File>>,
     requests_out: Option<BufWriter<File>>,
+    /// Server names by id.
+    registry: Arc<Registry>,
 }
 
 impl StatsThread {
@@ -55,6 +58,7 @@ impl StatsThread {
         incoming: Receiver<Box<Window>>,
         recycle: Sender<Box<Window>>,
         live: Arc<LiveTotals>,
+        registry: Arc<Registry>,
     ) -> io::Result<StatsThread> {
         let mut windows_out = None;
         let mut requests_out = None;
@@ -85,6 +89,7 @@ impl StatsThread {
             windows_out,
             requests_out,
             settings,
+            registry,
         })
     }
 
@@ -248,16 +253,17 @@ impl StatsThread {
             types.insert(kind.name().into(), kind_summary(&self.totals.kinds[kind as usize], duration));
         }
         let all = |f: fn(&KindStats) -> u64| self.totals.kinds.iter().map(f).sum::<u64>();
+        // By server id: the servers memrelay started with, then those reloads added.
         let servers: Vec<Value> = self
-            .settings
-            .servers
-            .iter()
+            .registry
+            .names()
+            .into_iter()
             .enumerate()
-            .map(|(i, server)| {
+            .map(|(i, name)| {
                 json!({
-                    "address": server.name,
-                    "requests": self.totals.per_server[i],
-                    "failures": self.totals.per_server_failures[i],
+                    "address": name,
+                    "requests": self.totals.per_server.get(i).copied().unwrap_or(0),
+                    "failures": self.totals.per_server_failures.get(i).copied().unwrap_or(0),
                 })
             })
             .collect();

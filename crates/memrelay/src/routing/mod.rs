@@ -43,6 +43,9 @@ pub struct RouteBuf {
 #[derive(Debug)]
 pub struct Router {
     servers: usize,
+    /// The stable id ([`crate::servers`]) of the server at each position of the configuration:
+    /// routes are computed on positions and answered in ids.
+    ids: Vec<usize>,
     sharded: bool,
     distribution: Distribution,
     replication: usize,
@@ -52,17 +55,28 @@ pub struct Router {
 }
 
 impl Router {
-    /// The router for `servers` (the ring hashes their names as given); the error says why the
-    /// ring could not be built.
+    /// The router for `servers`, numbered 0, 1, ... in their order (the ring hashes their names
+    /// as given); the error says why the ring could not be built.
     pub fn new(routing: &Routing, servers: &[Endpoint]) -> Result<Router, String> {
+        Router::with_ids(routing, servers, (0..servers.len()).collect())
+    }
+
+    /// The router for `servers`, whose stable ids are `ids` (one per server, in order).
+    pub fn with_ids(routing: &Routing, servers: &[Endpoint], ids: Vec<usize>) -> Result<Router, String> {
+        assert_eq!(servers.len(), ids.len(), "one id per server");
         let mut ring_servers = Vec::with_capacity(servers.len());
         for server in servers {
-            let name = &server.name;
-            ring_servers.push(RingServer::from_host_port(name, 1).map_err(|e| format!("--server {name}: {e}"))?);
+            let ring_server = match &server.label {
+                Some(label) => RingServer::new(label.as_str(), server.weight),
+                None => RingServer::from_host_port(&server.address, server.weight)
+                    .map_err(|e| format!("--server {}: {e}", server.address))?,
+            };
+            ring_servers.push(ring_server);
         }
         let ring = Ring::new(&ring_servers, routing.hash).map_err(|e| e.to_string())?;
         Ok(Router {
             servers: servers.len(),
+            ids,
             sharded: routing.sharded,
             distribution: routing.distribution,
             replication: routing.replication,
@@ -82,12 +96,12 @@ impl Router {
             Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => Plan::Local,
             // The groups memrelay gathers from every server (`relay::stats`).
             Command::Stats | Command::FlushAll => {
-                out.targets.extend(0..self.servers);
+                out.targets.extend(&self.ids);
                 Plan::Replicate
             }
             Command::Gets => {
                 for key in request.keys(buf) {
-                    let owner = self.ring.primary(key);
+                    let owner = self.primary(key);
                     out.key_owner.push(owner);
                 }
                 self.split_by_owner(out)
@@ -102,12 +116,12 @@ impl Router {
             Command::Get => {
                 let keys = request.key_count;
                 if keys == 1 || !self.sharded {
-                    return Plan::Forward(rr % self.servers);
+                    return Plan::Forward(self.ids[rr % self.servers]);
                 }
                 // min(keys, servers) groups of consecutive keys, the first server rotating.
                 let groups = keys.min(self.servers);
                 for group in 0..groups {
-                    let server = (rr + group) % self.servers;
+                    let server = self.ids[(rr + group) % self.servers];
                     out.targets.push(server);
                     let (from, to) = (group * keys / groups, (group + 1) * keys / groups);
                     out.key_owner.extend(std::iter::repeat_n(server, to - from));
@@ -122,7 +136,7 @@ impl Router {
             // Several keys: each key's primary (the replicas keep their expiry; README).
             Command::Gat | Command::Gats => {
                 for key in request.keys(buf) {
-                    out.key_owner.push(self.ring.primary(key));
+                    out.key_owner.push(self.primary(key));
                 }
                 self.split_by_owner(out)
             }
@@ -138,14 +152,14 @@ impl Router {
                     Self::primary_first(out)
                 } else if meta.return_cas || meta.recache {
                     // The cas value, and the win token of recache coordination, are one server's.
-                    Plan::Forward(self.ring.primary(&key))
+                    Plan::Forward(self.primary(&key))
                 } else if self.distribution == Distribution::Ketama {
                     Plan::Forward(self.read_server(&key, rr, &mut out.replicas))
                 } else {
-                    Plan::Forward(rr % self.servers)
+                    Plan::Forward(self.ids[rr % self.servers])
                 }
             }
-            Command::MetaDebug => Plan::Forward(self.ring.primary(&key())),
+            Command::MetaDebug => Plan::Forward(self.primary(&key())),
             Command::MetaSet | Command::MetaDelete | Command::MetaArithmetic => {
                 self.write_targets(&key(), &mut out.targets);
                 if request.meta.compare_cas {
@@ -175,9 +189,9 @@ impl Router {
         targets.clear();
         match self.distribution {
             Distribution::All => {
-                let primary = self.ring.primary(key);
+                let primary = self.primary(key);
                 targets.push(primary);
-                targets.extend((0..self.servers).filter(|&s| s != primary));
+                targets.extend(self.ids.iter().filter(|&&s| s != primary));
             }
             Distribution::Ketama => self.replicas(key, targets),
         }
@@ -193,11 +207,19 @@ impl Router {
         out.resize(copies, 0);
         let found = self.ring.replicas(key, copies, out);
         out.truncate(found);
+        for position in out.iter_mut() {
+            *position = self.ids[*position];
+        }
+    }
+
+    /// The key's primary server (its id).
+    fn primary(&self, key: &[u8]) -> usize {
+        self.ids[self.ring.primary(key)]
     }
 
     fn read_server(&self, key: &[u8], rr: usize, scratch: &mut Vec<usize>) -> usize {
         match self.read_from {
-            ReadFrom::Primary => self.ring.primary(key),
+            ReadFrom::Primary => self.primary(key),
             ReadFrom::AnyReplica => {
                 self.replicas(key, scratch);
                 scratch[rr % scratch.len()]
@@ -249,12 +271,7 @@ mod tests {
     use memrelay_protocol::{parse_request, Limits, Parse};
 
     fn router(sharded: bool) -> Router {
-        let servers: Vec<Endpoint> = (1..=3)
-            .map(|port| Endpoint {
-                addr: format!("127.0.0.1:{port}").parse().unwrap(),
-                name: format!("127.0.0.1:{port}"),
-            })
-            .collect();
+        let servers: Vec<Endpoint> = (1..=3).map(Endpoint::local).collect();
         let routing = Routing {
             sharded,
             distribution: Distribution::All,
@@ -326,6 +343,32 @@ mod tests {
         let r = router(false);
         for line in [&b"version\r\n"[..], b"stats\r\n", b"quit\r\n", b"verbosity 1\r\n"] {
             assert_eq!(route(&r, line, 0).0, Plan::Local);
+        }
+    }
+
+    #[test]
+    fn routes_name_servers_by_their_stable_ids() {
+        // The same ring with ids 7, 3, 9 for positions 0, 1, 2: every answer maps through them.
+        let servers: Vec<Endpoint> = (1..=3).map(Endpoint::local).collect();
+        let routing = Routing {
+            sharded: true,
+            distribution: Distribution::Ketama,
+            hash: ketama::KeyHash::Md5,
+            replication: 2,
+            read_from: ReadFrom::Primary,
+            failover: false,
+        };
+        let by_position = Router::new(&routing, &servers).unwrap();
+        let by_id = Router::with_ids(&routing, &servers, vec![7, 3, 9]).unwrap();
+        let id = |position: usize| [7, 3, 9][position];
+        for key in ["a", "b", "foo", "user:42"] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            by_position.replicas(key.as_bytes(), &mut a);
+            by_id.replicas(key.as_bytes(), &mut b);
+            assert_eq!(a.iter().map(|&p| id(p)).collect::<Vec<_>>(), b, "{key}");
+            let line = format!("set {key} 0 0 1\r\nx\r\n");
+            let ((_, pa), (_, pb)) = (route(&by_position, line.as_bytes(), 0), route(&by_id, line.as_bytes(), 0));
+            assert_eq!(pa.targets.iter().map(|&p| id(p)).collect::<Vec<_>>(), pb.targets);
         }
     }
 }

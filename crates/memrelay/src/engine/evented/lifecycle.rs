@@ -19,6 +19,7 @@ use crate::routing::{placement_key, Plan};
 
 impl EventLoop {
     pub(super) fn start_request(&mut self, slot: usize, request: Request) {
+        self.refresh_config();
         let now = Instant::now();
         let index = self.inflight.alloc();
         let session = &mut self.clients.sessions[slot];
@@ -33,7 +34,7 @@ impl EventLoop {
         if request.command.is_retrieval() {
             self.round_robin = self.round_robin.wrapping_add(1);
         }
-        let plan = self.router.route(&request, &entry.input, rr, &mut self.route);
+        let plan = self.config.router.route(&request, &entry.input, rr, &mut self.route);
         entry.plan = plan;
         entry.targets.clear();
         entry.targets.extend_from_slice(&self.route.targets);
@@ -100,7 +101,7 @@ impl EventLoop {
                     generation,
                     target,
                     expect,
-                    deadline: now + self.timeout,
+                    deadline: now + self.config.server_timeout,
                     queued: now,
                 };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);
@@ -130,9 +131,9 @@ impl EventLoop {
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
         let key = request.key(&entry.input);
         // A read with failover: try the key's next replica.
-        if self.failover && entry.plan != Plan::Split && request.command.is_retrieval() {
+        if self.config.failover && entry.plan != Plan::Split && request.command.is_retrieval() {
             if let TargetResult::Failed(_) = entry.results[0] {
-                self.router.replicas(key, &mut self.replicas);
+                self.config.router.replicas(key, &mut self.replicas);
                 entry.attempts += 1;
                 if let Some(next) = failover_target(&self.replicas, entry.first_target, usize::from(entry.attempts)) {
                     entry.targets[0] = next;
@@ -145,7 +146,7 @@ impl EventLoop {
             let cold = entry.targets[0];
             if let TargetResult::Replied(reply) = entry.results[0] {
                 if warm::missed(&reply) && self.health.is_cold(cold) {
-                    let other = warm::replica(&self.router, &self.health, key, cold, &mut self.replicas);
+                    let other = warm::replica(&self.config.router, &self.health, key, cold, &mut self.replicas);
                     if let Some(other) = other.filter(|_| self.warm_budget.take(now)) {
                         entry.stage = Stage::WarmRead;
                         entry.warming = Some(cold);
@@ -159,7 +160,7 @@ impl EventLoop {
         // target 0, with its answer).
         if entry.plan == Plan::PrimaryFirst && entry.stage == Stage::Request {
             let took = matches!(entry.results[0], TargetResult::Replied(r) if primary_took(&r));
-            self.router.write_targets(&placement_key(request, &entry.input), &mut self.route.targets);
+            self.config.router.write_targets(&placement_key(request, &entry.input), &mut self.route.targets);
             if took && self.route.targets.len() > 1 {
                 entry.stage = Stage::Copies;
                 entry.targets.clear();

@@ -28,14 +28,15 @@ use std::sync::Arc;
 use mio::{Poll, Waker};
 
 use crate::client::WAKER;
+use crate::reload::Source;
 use crate::settings::Settings;
 use crate::startup::{self, Error, Runtime};
 use thread::EventLoop;
 
 /// Runs the evented engine until SIGINT/SIGTERM (or `shutdown`), then stops cleanly.
-pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), Error> {
+pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<Source>) -> Result<(), Error> {
     let threads = settings.engine.threads;
-    let runtime = Runtime::start(settings, threads, shutdown)?;
+    let runtime = Runtime::start(settings, threads, shutdown, reload)?;
     let settings = Arc::clone(&runtime.settings);
     let local = runtime.local_answers(threads);
     let mut loops = Vec::with_capacity(threads);
@@ -45,15 +46,7 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
     for (id, listener) in listeners.into_iter().enumerate() {
         let poll = Poll::new().map_err(Error::EventLoopSetup)?;
         wakers.push(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
-        loops.push(EventLoop::new(
-            poll,
-            listener,
-            &settings,
-            Arc::clone(&runtime.router),
-            Arc::clone(&runtime.health),
-            runtime.recorder(id),
-            local.clone(),
-        )?);
+        loops.push(EventLoop::new(poll, listener, &settings, &runtime, runtime.recorder(id), local.clone())?);
     }
     runtime.on_signal(move || {
         for waker in &wakers {

@@ -19,12 +19,14 @@ use crate::client::io::ReadLimit;
 use crate::client::local::LocalAnswers;
 use crate::client::{ClientSide, Next};
 use crate::engine::event_loop::{self, Scheduler};
+use crate::generation::{Current, Generation};
 use crate::health::Health;
 use crate::measure::metrics::Recorder;
 use crate::relay::warm::Budget;
-use crate::routing::{RouteBuf, Router};
+use crate::routing::RouteBuf;
+use crate::servers::Registry;
 use crate::settings::Settings;
-use crate::startup::Error;
+use crate::startup::{Error, Runtime};
 
 /// Upstream tokens count down from here (above every client token).
 pub(super) const UPSTREAM_BASE: usize = usize::MAX - 16;
@@ -44,10 +46,18 @@ pub(super) struct Replies {
 pub(super) struct EventLoop {
     pub poll: Poll,
     pub clients: ClientSide<Replies>,
+    /// One connection per server id; a retired server's closes once nothing is outstanding on it.
     pub upstreams: Vec<Upstream>,
     pub addrs: Vec<SocketAddr>,
+    /// Server ids a reload retired whose connections are still to close.
+    pub retiring: Vec<usize>,
     pub inflight: Requests,
-    pub router: Arc<Router>,
+    /// The configuration in force, checked before each request is routed.
+    pub current: Arc<Current>,
+    /// The generation this loop routes new requests (and each next step of a request) under.
+    pub config: Arc<Generation>,
+    pub registry: Arc<Registry>,
+    pub max_value_len: usize,
     pub health: Arc<Health>,
     pub route: RouteBuf,
     pub replicas: Vec<usize>,
@@ -58,8 +68,6 @@ pub(super) struct EventLoop {
     pub ready: Vec<usize>,
     /// Upstreams with a batch to write at the end of the turn.
     pub dirty: Vec<usize>,
-    pub timeout: Duration,
-    pub failover: bool,
     pub round_robin: usize,
     pub recorder: Recorder,
     /// Write-backs to restarted servers this loop may still start ([`crate::relay::warm`]).
@@ -71,40 +79,62 @@ impl EventLoop {
         poll: Poll,
         listener: TcpListener,
         settings: &Settings,
-        router: Arc<Router>,
-        health: Arc<Health>,
+        runtime: &Runtime,
         recorder: Recorder,
         local: LocalAnswers,
     ) -> Result<EventLoop, Error> {
         let limits = Limits { max_value_len: settings.limits.max_value_size, ..Limits::default() };
         let clients = ClientSide::new(poll.registry(), listener, limits, settings.limits.max_clients, local)
             .map_err(Error::EventLoopSetup)?;
-        let upstreams = settings
-            .servers
-            .iter()
-            .enumerate()
-            .map(|(i, s)| Upstream::new(s.addr, Token(UPSTREAM_BASE - i), settings.limits.max_value_size))
-            .collect();
-        Ok(EventLoop {
+        let mut event_loop = EventLoop {
             poll,
             clients,
-            upstreams,
-            addrs: settings.servers.iter().map(|s| s.addr).collect(),
+            upstreams: Vec::new(),
+            addrs: Vec::new(),
+            retiring: Vec::new(),
             inflight: Requests::default(),
-            router,
-            health,
+            current: Arc::clone(&runtime.current),
+            config: runtime.current.get(),
+            registry: Arc::clone(&runtime.registry),
+            max_value_len: settings.limits.max_value_size,
+            health: Arc::clone(&runtime.health),
             route: RouteBuf::default(),
             replicas: Vec::new(),
             failed: Vec::new(),
             completed: Vec::new(),
             ready: Vec::new(),
             dirty: Vec::new(),
-            timeout: settings.server_timeout,
-            failover: settings.routing.fails_over(),
             round_robin: 0,
             recorder,
             warm_budget: Budget::default(),
-        })
+        };
+        event_loop.adopt_config();
+        Ok(event_loop)
+    }
+
+    /// Takes up the generation in force if a reload published a new one.
+    pub fn refresh_config(&mut self) {
+        if self.current.refresh(&mut self.config) {
+            self.adopt_config();
+        }
+    }
+
+    /// Connections for the servers the generation added; the retired servers' connections close
+    /// once the requests outstanding on them are answered (or time out).
+    fn adopt_config(&mut self) {
+        for id in self.upstreams.len()..self.registry.len() {
+            let addr = self.registry.addr(id);
+            self.upstreams.push(Upstream::new(addr, Token(UPSTREAM_BASE - id), self.max_value_len));
+            self.addrs.push(addr);
+        }
+        self.retiring = (0..self.upstreams.len()).filter(|id| !self.config.servers.contains(id)).collect();
+        self.close_retired();
+    }
+
+    /// Closes the retired servers' connections that have nothing outstanding.
+    pub fn close_retired(&mut self) {
+        let (upstreams, registry) = (&mut self.upstreams, self.poll.registry());
+        self.retiring.retain(|&id| !upstreams[id].close_if_idle(registry));
     }
 
     pub fn run(&mut self, shutdown: &AtomicBool, grace: Duration) -> io::Result<()> {
@@ -154,6 +184,9 @@ impl Scheduler for EventLoop {
 
     fn timers(&mut self, now: Instant) -> Option<Instant> {
         self.expire(now);
+        if !self.retiring.is_empty() {
+            self.close_retired();
+        }
         // Requests that timed out are answered now, not after the next event.
         self.end_of_turn();
         self.upstreams.iter().filter_map(Upstream::next_deadline).min()

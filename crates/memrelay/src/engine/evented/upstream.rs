@@ -145,6 +145,16 @@ impl Upstream {
         self.parser_primed = false;
     }
 
+    /// Closes the connection if nothing is outstanding on it (a reload retired its server);
+    /// says whether it is closed.
+    pub fn close_if_idle(&mut self, registry: &Registry) -> bool {
+        if !self.outstanding.is_empty() {
+            return false;
+        }
+        self.drop_stream(registry);
+        true
+    }
+
     /// Queues a request: `compose` appends its bytes to the connection's batch.
     pub fn push(&mut self, compose: impl FnOnce(&mut Vec<u8>), entry: Outstanding) {
         self.last_used = Instant::now();

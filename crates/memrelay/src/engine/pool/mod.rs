@@ -24,6 +24,7 @@ use mio::{Poll, Waker};
 
 use crate::client::{ClientSide, WAKER};
 use crate::engine::event_loop;
+use crate::reload::Source;
 use crate::settings::Settings;
 use crate::startup::{self, Error, Runtime};
 use job::Job;
@@ -35,9 +36,9 @@ use worker::Worker;
 const WORKER_DRAIN: Duration = Duration::from_millis(200);
 
 /// Runs until SIGINT/SIGTERM (or `shutdown` is set), then returns after a clean stop.
-pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), Error> {
+pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<Source>) -> Result<(), Error> {
     let workers = settings.engine.workers;
-    let runtime = Runtime::start(settings, workers + 1, shutdown)?;
+    let runtime = Runtime::start(settings, workers + 1, shutdown, reload)?;
     let settings = Arc::clone(&runtime.settings);
     let listener = startup::listen(settings.listen.addr, 1)?.remove(0);
     let poll = Poll::new().map_err(Error::EventLoopSetup)?;
@@ -53,8 +54,7 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>) -> Result<(), E
     let (done_in, done_out) = crossbeam_channel::unbounded::<Box<Job>>();
     let mut worker_threads = Vec::with_capacity(workers);
     for id in 0..workers {
-        let worker =
-            Worker::new(&settings, Arc::clone(&runtime.router), Arc::clone(&runtime.health), runtime.recorder(id + 1));
+        let worker = Worker::new(&settings, &runtime, runtime.recorder(id + 1));
         let (queue, done, waker) = (queue_out.clone(), done_in.clone(), Arc::clone(&waker));
         worker_threads.push(startup::spawn(&format!("worker-{id}"), move || {
             worker.run(queue, done, move || {

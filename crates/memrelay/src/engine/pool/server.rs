@@ -58,6 +58,17 @@ impl ServerConn {
         }
     }
 
+    /// A reload changed the server timeout (the connect timeout's ceiling).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Closes the connection (a reload retired the server); a later use would reconnect.
+    pub fn close(&mut self) {
+        self.stream = None;
+        self.input.clear();
+    }
+
     /// Writes all of `bytes`, connecting first if needed.
     pub fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
         self.input.clear();

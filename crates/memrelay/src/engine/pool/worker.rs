@@ -5,13 +5,14 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use memrelay_protocol::{Expect, Request};
 
 use super::job::Job;
 use super::server::ServerConn;
+use crate::generation::{Current, Generation};
 use crate::health::Health;
 use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::failover_target;
@@ -19,15 +20,23 @@ use crate::relay::failure::Failure;
 use crate::relay::reply::{primary_took, Answer, Finished};
 use crate::relay::rewrite::{Outgoing, Stage};
 use crate::relay::warm::{self, Budget};
-use crate::routing::{placement_key, Plan, RouteBuf, Router};
+use crate::routing::{placement_key, Plan, RouteBuf};
+use crate::servers::Registry;
 use crate::settings::Settings;
+use crate::startup::Runtime;
 
 pub(crate) struct Worker {
-    router: Arc<Router>,
+    /// The configuration in force, checked before each job.
+    current: Arc<Current>,
+    /// The generation this worker routes under.
+    generation: Arc<Generation>,
+    registry: Arc<Registry>,
     health: Arc<Health>,
     /// Write-backs to restarted servers this worker may still start.
     warm_budget: Budget,
+    /// One connection per server id (those a reload retired are closed).
     servers: Vec<ServerConn>,
+    max_value_len: usize,
     route: RouteBuf,
     /// The bytes a target gets, composed from the parsed request.
     scratch: Vec<u8>,
@@ -35,31 +44,50 @@ pub(crate) struct Worker {
     results: Vec<Result<(), Failure>>,
     cursors: Vec<usize>,
     replicas: Vec<usize>,
-    failover: bool,
-    timeout: Duration,
     recorder: Recorder,
 }
 
 impl Worker {
-    pub fn new(settings: &Settings, router: Arc<Router>, health: Arc<Health>, recorder: Recorder) -> Worker {
-        let servers = settings
-            .servers
-            .iter()
-            .map(|s| ServerConn::new(s.addr, settings.server_timeout, settings.limits.max_value_size))
-            .collect();
-        Worker {
-            servers,
+    pub fn new(settings: &Settings, runtime: &Runtime, recorder: Recorder) -> Worker {
+        let generation = runtime.current.get();
+        let mut worker = Worker {
+            servers: Vec::new(),
+            max_value_len: settings.limits.max_value_size,
             route: RouteBuf::default(),
             scratch: Vec::new(),
             results: Vec::new(),
             cursors: Vec::new(),
             replicas: Vec::new(),
-            failover: settings.routing.fails_over(),
-            timeout: settings.server_timeout,
-            router,
-            health,
+            current: Arc::clone(&runtime.current),
+            registry: Arc::clone(&runtime.registry),
+            health: Arc::clone(&runtime.health),
             warm_budget: Budget::default(),
             recorder,
+            generation,
+        };
+        worker.adopt_generation();
+        worker
+    }
+
+    /// Takes up the generation in force if a reload published a new one: connections for the
+    /// servers it added, the new timeout, and the retired servers' connections closed (a worker
+    /// has nothing in flight between jobs).
+    fn refresh(&mut self) {
+        if self.current.refresh(&mut self.generation) {
+            self.adopt_generation();
+        }
+    }
+
+    fn adopt_generation(&mut self) {
+        let timeout = self.generation.server_timeout;
+        for id in self.servers.len()..self.registry.len() {
+            self.servers.push(ServerConn::new(self.registry.addr(id), timeout, self.max_value_len));
+        }
+        for (id, conn) in self.servers.iter_mut().enumerate() {
+            conn.set_timeout(timeout);
+            if !self.generation.servers.contains(&id) {
+                conn.close();
+            }
         }
     }
 
@@ -87,9 +115,11 @@ impl Worker {
 
     fn serve(&mut self, job: &mut Job) {
         job.times.dequeue = Instant::now();
+        self.refresh();
         let request = job.request.clone().expect("queued jobs carry a parsed request");
-        let plan = self.router.route(&request, &job.input, job.rr, &mut self.route);
-        let deadline = job.times.dequeue + self.timeout;
+        let plan = self.generation.router.route(&request, &job.input, job.rr, &mut self.route);
+        let timeout = self.generation.server_timeout;
+        let deadline = job.times.dequeue + timeout;
         job.times.first_send = Instant::now();
         if let Plan::Forward(server) = plan {
             self.route.targets.clear();
@@ -100,14 +130,14 @@ impl Worker {
         }
         self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
         match plan {
-            Plan::Forward(first) if self.failover && request.command.is_retrieval() => {
-                self.router.replicas(request.key(&job.input), &mut self.replicas);
+            Plan::Forward(first) if self.generation.failover && request.command.is_retrieval() => {
+                self.generation.router.replicas(request.key(&job.input), &mut self.replicas);
                 let mut attempt = 1;
                 while self.results[0].is_err() {
                     let Some(next) = failover_target(&self.replicas, first, attempt) else { break };
                     self.route.targets[0] = next;
                     // Each replica gets its own timeout, as in the evented engine.
-                    let deadline = Instant::now() + self.timeout;
+                    let deadline = Instant::now() + timeout;
                     self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
                     attempt += 1;
                 }
@@ -115,7 +145,7 @@ impl Worker {
             Plan::PrimaryFirst if self.primary_took() => {
                 // The primary took the request: copy it to the other replicas (the primary stays
                 // target 0, with its answer).
-                self.router.write_targets(&placement_key(&request, &job.input), &mut self.route.targets);
+                self.generation.router.write_targets(&placement_key(&request, &job.input), &mut self.route.targets);
                 if self.route.targets.len() > 1 {
                     self.exchange(&request, &job.input, plan, Stage::Copies, deadline, 1);
                 }
@@ -159,12 +189,12 @@ impl Worker {
         if !warm::applies(request, plan) || !missed || !self.health.is_cold(cold) {
             return None;
         }
-        let other = warm::replica(&self.router, &self.health, request.key(input), cold, &mut self.replicas)?;
+        let other = warm::replica(&self.generation.router, &self.health, request.key(input), cold, &mut self.replicas)?;
         if !self.warm_budget.take(Instant::now()) {
             return None;
         }
         self.route.targets[0] = other;
-        self.exchange(request, input, plan, Stage::WarmRead, Instant::now() + self.timeout, 0);
+        self.exchange(request, input, plan, Stage::WarmRead, Instant::now() + self.generation.server_timeout, 0);
         Some(cold)
     }
 
@@ -177,7 +207,7 @@ impl Worker {
         if !warm::write_back(key, &reply, self.servers[replica].input.pending(), &mut self.scratch) {
             return;
         }
-        let deadline = Instant::now() + self.timeout;
+        let deadline = Instant::now() + self.generation.server_timeout;
         self.recorder.server_request(cold);
         let result = self.servers[cold]
             .send(&self.scratch, deadline)

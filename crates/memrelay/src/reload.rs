@@ -1,0 +1,117 @@
+//! SIGHUP: read the configuration again and put it in force without a restart (memcached's proxy
+//! does the same; twemproxy never could). The binary supplies how to read it ([`Source`]: the
+//! `--config` file under the same command line). A valid configuration becomes a new
+//! [`Generation`]: requests routed from then on use it, requests in flight finish under theirs,
+//! client connections stay open and servers that stay keep their connections (by address,
+//! [`crate::servers`]). An invalid one is refused with one log line naming the problem, and the
+//! generation in force stays.
+//!
+//! What a reload can change: the servers (addresses, weights, names), the routing (distribution,
+//! hash, replication, read policy, failover, sharding) and the server timeout. The rest (listen
+//! address, engine and its threads, client limits, measurement, health thresholds) is built into
+//! running threads: a change there is logged as needing a restart, and the rest of the file still
+//! applies.
+
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use signal_hook::consts::SIGHUP;
+use signal_hook::iterator::Signals;
+
+use crate::generation::{Current, Generation};
+use crate::servers::Registry;
+use crate::settings::Settings;
+
+/// Reads the configuration again: the settings, or the problem with them in one line.
+pub type Source = Box<dyn Fn() -> Result<Settings, String> + Send>;
+
+/// What a reload applies to: the settings memrelay started with, the server ids, the generation
+/// in force.
+pub(crate) struct Target {
+    pub started: Arc<Settings>,
+    pub registry: Arc<Registry>,
+    pub current: Arc<Current>,
+}
+
+/// Starts a thread that reloads on each SIGHUP (until `shutdown`).
+pub(crate) fn watch(source: Source, target: Target, shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
+    let mut signals = Signals::new([SIGHUP])?;
+    std::thread::Builder::new().name("reload".into()).spawn(move || {
+        for _ in signals.forever() {
+            if shutdown.load(Ordering::Acquire) {
+                break;
+            }
+            match source() {
+                Ok(next) => {
+                    let _ = apply(&target, &next);
+                }
+                Err(problem) => refuse(&target, &problem),
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// Puts `next` in force as a new generation, or refuses it; logs either way. Returns the new
+/// generation's number.
+pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
+    for (option, was, now) in needs_restart(&target.started, next) {
+        eprintln!("memrelay: reload: {option} changed ({was} -> {now}) but takes a restart; keeping {was}");
+    }
+    let before = target.current.get();
+    let number = before.number + 1;
+    let generation = match Generation::build(next, &target.registry, number) {
+        Ok(generation) => generation,
+        Err(problem) => {
+            refuse(target, &problem);
+            return Err(problem);
+        }
+    };
+    let names = |ids: &mut dyn Iterator<Item = &usize>| -> String {
+        let list: Vec<String> = ids.map(|&id| target.registry.name(id)).collect();
+        if list.is_empty() {
+            "none".into()
+        } else {
+            list.join(", ")
+        }
+    };
+    let added = names(&mut generation.servers.iter().filter(|id| !before.servers.contains(id)));
+    let removed = names(&mut before.servers.iter().filter(|id| !generation.servers.contains(id)));
+    eprintln!(
+        "memrelay: reload: generation {number} in force: {} servers ({}); added: {added}; removed: {removed}",
+        generation.servers.len(),
+        names(&mut generation.servers.iter()),
+    );
+    target.current.publish(generation);
+    Ok(number)
+}
+
+fn refuse(target: &Target, problem: &str) {
+    eprintln!("memrelay: reload refused: {problem}; generation {} stays in force", target.current.number());
+}
+
+/// The options that differ between `was` and `now` but only take effect at start: name, old
+/// value, new value.
+fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, String)> {
+    let mut changed = Vec::new();
+    let mut compare = |option: &'static str, a: &dyn Debug, b: &dyn Debug| {
+        let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+        if a != b {
+            changed.push((option, a, b));
+        }
+    };
+    compare("listen", &was.listen.addr, &now.listen.addr);
+    compare("engine", &was.engine.kind, &now.engine.kind);
+    compare("workers", &was.engine.workers, &now.engine.workers);
+    compare("threads", &was.engine.threads, &now.engine.threads);
+    compare("max-clients", &was.limits.max_clients, &now.limits.max_clients);
+    compare("max-value-size", &was.limits.max_value_size, &now.limits.max_value_size);
+    compare("stats-dir", &was.measurement.stats_dir, &now.measurement.stats_dir);
+    compare("stats-window", &was.measurement.window, &now.measurement.window);
+    compare("request-log-sample", &was.measurement.request_log_sample, &now.measurement.request_log_sample);
+    compare("metrics-listen", &was.measurement.metrics_listen, &now.measurement.metrics_listen);
+    compare("health (down-after, probes, warming)", &was.health, &now.health);
+    compare("shutdown-grace-ms", &was.shutdown_grace, &now.shutdown_grace);
+    changed
+}
