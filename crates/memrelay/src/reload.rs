@@ -102,7 +102,7 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
         }
     };
     compare("listen", &was.listen.addr, &now.listen.addr);
-    compare("engine", &was.engine.kind, &now.engine.kind);
+    compare("engine", &was.engine.kind.name(), &now.engine.kind.name());
     compare("workers", &was.engine.workers, &now.engine.workers);
     compare("threads", &was.engine.threads, &now.engine.threads);
     compare("max-clients", &was.limits.max_clients, &now.limits.max_clients);

@@ -4,7 +4,8 @@
 //! `distribution: ketama` in front of them, stores keys through nutcracker,
 //! then asks every memcached directly which keys it holds. The server that
 //! holds a key is twemproxy's choice; `Ring::primary` must name the same one
-//! for every key. Runs with `hash: md5` and `hash: fnv1a_64`, equal and
+//! for every key, and memrelay's router built from the same `--server`
+//! lines (`HOST:PORT:WEIGHT [NAME]`) must route it there. Runs with `hash: md5` and `hash: fnv1a_64`, equal and
 //! unequal weights, unnamed and named servers, and port 11211 (left out of
 //! the ring name by twemproxy).
 //!
@@ -21,6 +22,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use memrelay::ketama::{KeyHash, Ring, RingServer};
+use memrelay::routing::Router;
+use memrelay::settings::{Distribution, Endpoint, ReadFrom, Routing};
 
 const NKEYS: usize = 2000;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -299,6 +302,19 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
         assert_eq!(RingServer::from_twemproxy(&b.line()).as_ref(), Ok(s));
     }
     let ring = Ring::new(&servers, hash).expect("ring");
+    // memrelay's own `--server` syntax takes the same lines and must route as the ring does.
+    let endpoints: Vec<Endpoint> =
+        backends.iter().map(|b| Endpoint::server(&b.line()).expect("a twemproxy line is a --server")).collect();
+    let routing = Routing {
+        sharded: false,
+        distribution: Distribution::Ketama,
+        hash,
+        replication: 1,
+        read_from: ReadFrom::Primary,
+        failover: false,
+    };
+    let router = Router::new(&routing, &endpoints).expect("router");
+    let mut routed = Vec::new();
 
     let mut mismatches = Vec::new();
     let mut per_server = vec![0usize; backends.len()];
@@ -311,6 +327,8 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
             String::from_utf8_lossy(key)
         );
         per_server[on[0]] += 1;
+        router.replicas(key, &mut routed);
+        assert_eq!(routed, [on[0]], "{what}: --server {} routes {:?} elsewhere", backends[on[0]].line(), key);
         let ours = ring.primary(key);
         if ours != on[0] {
             mismatches.push(format!(
