@@ -1,5 +1,6 @@
 """Textbook performance analysis, independent of memrelay: confidence intervals, M/M/1 and
-M/M/m, mean-value analysis of closed networks, 2^k r factorial designs, the interactive
+M/M/m, mean-value analysis of closed networks, networks whose thread pools share the
+processors (approximate, with an exact Markov-chain reference), 2^k r factorial designs, the interactive
 response-time law. Imports nothing else from the lab."""
 
 from ._factorial import (
@@ -19,6 +20,7 @@ from ._interactive import (
 )
 from ._mva import AsymptoticBounds, Center, CenterKind, MVAResult, asymptotic_bounds, bottleneck, mva
 from ._queueing import DEFAULT_PERCENTILES, MM1, MMm, UnstableSystemError, mm1, mmm
+from ._shared_cpu import SharedCpuResult, Stage, exact_throughput, shared_cpu_network
 from ._stats import (
     ConfidenceInterval,
     combine_latencies,
@@ -41,6 +43,8 @@ __all__ = [
     "MM1",
     "MMm",
     "MVAResult",
+    "SharedCpuResult",
+    "Stage",
     "UnstableSystemError",
     "asymptotic_bounds",
     "bottleneck",
@@ -48,6 +52,7 @@ __all__ = [
     "combine_latency_std",
     "confidence_interval_frame",
     "estimate_think_time",
+    "exact_throughput",
     "factorial_design",
     "factorial_from_responses",
     "interactive_law",
@@ -57,6 +62,7 @@ __all__ = [
     "mm1",
     "mmm",
     "read_factorial_csv",
+    "shared_cpu_network",
     "think_time_from_law",
     "weighted_mean",
 ]
