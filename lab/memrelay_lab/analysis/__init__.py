@@ -1,6 +1,8 @@
 """Analyses of a results summary: the queueing models built from the measurements, the
 interactive-law and factorial tables. Reads `results` and `theory`; never loads a folder."""
 
+from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
+from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
@@ -9,13 +11,17 @@ from ._inputs import NetworkModelError, config_columns_of
 from ._tables import interactive_law_table, model_metric_table
 
 __all__ = [
+    "DEFAULT_CHECK_TARGET",
+    "Check",
     "Demands",
     "FactorialPlan",
     "MMTables",
     "NetworkModel",
     "NetworkModelError",
     "build_centers",
+    "checks_frame",
     "config_columns_of",
+    "consistency_checks",
     "factorial_factors",
     "factorial_results",
     "interactive_law_table",
@@ -23,5 +29,6 @@ __all__ = [
     "mm_tables",
     "model_metric_table",
     "models_from_summary",
+    "net_thread_utilization_checks",
     "network_model",
 ]

@@ -8,6 +8,7 @@ Subcommands (each in its own module, registered by its `add_*_parser`):
     memrelay-lab factorial FILE.csv --response COL --factors A,B,C [--log] [--level 0.95]
     memrelay-lab run FILE [--out DIR] [--profile quick] [--resume] [--dry-run]   (see _run)
     memrelay-lab report RESULTS [--out DIR] [--level 0.95] [--tolerance 0.1] [--think-time MS]
+    memrelay-lab check RESULTS [--format json|table] [--tolerance 0.1] [--target 0.05]   (exit 1: a check failed)
     memrelay-lab model build RESULTS [--variant nested|seed] [--demands each|lowest]
                                      [--service-rate service-time|peak]
 
@@ -42,6 +43,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ._check import add_check_parser
 from ._factorial import add_factorial_parser
 from ._model import add_model_parser
 from ._output import PROG, CliError, one_line
@@ -74,4 +76,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_factorial_parser(subparsers)
     add_run_parser(subparsers)  # `run`: execute an experiment design (_run.py)
     add_report_parser(subparsers)
+    add_check_parser(subparsers)
     return parser

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
+from ._checks_section import checks_section
 from . import _sections as sections_of
 from ._document import Table
 from ._render import render_html, render_markdown
@@ -91,6 +92,7 @@ def write_report(
         sections_of.interactive_section(summary, tolerance, think_time_ms),
         sections_of.factorial_section(summary),
         sections_of.models_section(summary, notes),
+        checks_section(results, summary, tolerance),
     ]
     sections = [s for s in sections if s is not None and (s.items or s.text)]
     title = f"memrelay-lab report: {results.manifest.get('experiment', {}).get('name', results_dir.name)}"

@@ -1,0 +1,111 @@
+"""The consistency checks (analysis/_checks.py): each passes on consistent figures and fails on a
+doctored copy; on a real experiment the laws hold between programs that count independently."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memrelay_lab.analysis import checks_frame, consistency_checks, net_thread_utilization_checks
+from memrelay_lab.cli import main
+from memrelay_lab.results import load, summarize
+
+
+@dataclass
+class FakeResults:
+    runs: pd.DataFrame
+    windows: pd.DataFrame
+    servers: pd.DataFrame
+
+
+def consistent(repetitions: int = 3) -> FakeResults:
+    """A 16-client closed loop at X = 8,000/s and R = 2 ms (N = X R), seen alike by the clients,
+    the middleware and two servers."""
+    runs, windows, servers = [], [], []
+    for rep in range(repetitions):
+        run_id = f"c0-r{rep}"
+        x = 8000.0 * (1 + 0.001 * rep)
+        common = {"run_id": run_id, "configuration": 0, "repetition": rep, "clients": 16, "pipeline": 1, "multiget": 1}
+        runs.append({**common, "source": "clients", "throughput": x, "response_ms": 16 / x * 1000})
+        runs.append({**common, "source": "middleware", "throughput": x * 0.99, "response_ms": 1.5})
+        for t in range(1, 5):
+            windows.append({"run_id": run_id, "source": "clients", "t_s": t, "kept": True, "throughput": x})
+        for server in range(2):
+            servers.append({"run_id": run_id, "server": server, "cmd_get": 9000, "cmd_set": 1000,
+                            "middleware_requests": 10000})
+    return FakeResults(pd.DataFrame(runs), pd.DataFrame(windows), pd.DataFrame(servers))
+
+
+def verdicts(results: FakeResults) -> dict[str, set[str]]:
+    frame = checks_frame(consistency_checks(results))
+    return {name: set(group["verdict"]) for name, group in frame.groupby("check")}
+
+
+def test_consistent_figures_pass_every_check():
+    found = verdicts(consistent())
+    assert found["Little's law at the clients"] == {"pass"}
+    assert found["Flow balance: clients = middlewares"] == {"pass"}
+    assert found["Flow balance: middlewares = servers"] == {"pass"}
+    assert found["Stationarity of the kept windows"] == {"pass"}
+    assert found["Confidence interval of throughput"] == {"pass"}
+    assert found["Little's law inside memrelay"] == {"skipped"}
+
+
+def test_each_check_fails_on_a_doctored_copy():
+    doctored = consistent()
+    clients = doctored.runs["source"] == "clients"
+    doctored.runs.loc[clients & (doctored.runs["repetition"] == 0), "response_ms"] *= 1.5  # R that N = X R refutes
+    doctored.runs.loc[~clients & (doctored.runs["repetition"] == 1), "throughput"] /= 2  # a middleware losing requests
+    missed = (doctored.servers["run_id"] == "c0-r2") & (doctored.servers["server"] == 0)
+    doctored.servers.loc[missed, ["cmd_get", "cmd_set"]] = 0  # a server that never saw its requests
+    ramp = doctored.windows["run_id"] == "c0-r0"
+    doctored.windows.loc[ramp, "throughput"] = doctored.windows.loc[ramp, "t_s"] * 2000.0  # still warming up
+    frame = checks_frame(consistency_checks(doctored))
+    failed = frame[frame["verdict"] == "FAIL"]
+    assert set(zip(failed["check"], failed["scope"])) >= {
+        ("Little's law at the clients", "c0-r0"),
+        ("Flow balance: clients = middlewares", "c0-r1"),
+        ("Flow balance: middlewares = servers", "c0-r2"),
+        ("Stationarity of the kept windows", "c0-r0"),
+        ("Confidence interval of response time", "configuration 0"),
+    }
+
+
+def test_a_wide_interval_says_how_many_repetitions_would_do():
+    wide = consistent()
+    clients = wide.runs["source"] == "clients"
+    wide.runs.loc[clients, "throughput"] = [8000.0, 9000.0, 7000.0]
+    frame = checks_frame(consistency_checks(wide, target=0.05))
+    row = frame[frame["check"] == "Confidence interval of throughput"].iloc[0]
+    assert row["verdict"] == "FAIL"
+    # Half width t(0.975, 2) * s / sqrt(3) = 4.303 * 1000 / 1.732 = 2,484 over 8,000 = 0.3105;
+    # (0.3105 / 0.05)^2 * 3 = 115.7 -> 116 repetitions.
+    assert row["value"] == pytest.approx(0.3105, abs=1e-3)
+    assert "about 116 repetitions" in row["detail"]
+
+
+def test_a_net_thread_demand_above_one_busy_server_fails():
+    table = pd.DataFrame([{
+        "configuration": 0, "clients": 32, "middlewares": 1, "workers": 32, "throughput": 10000.0,
+        "response_ms": 3.2, "mw_throughput": 10000.0, "mw_response_ms": 3.0, "mw_queue_ms": 0.5, "mw_service_ms": 0.4,
+    }])
+    # The clock residual 3.0 - 0.5 - 0.4 = 2.1 ms at 10,000/s: X D = 21 for one thread.
+    check = net_thread_utilization_checks(table)[0]
+    assert check.passed is False and check.value == pytest.approx(21.0)
+
+
+def test_check_on_a_real_experiment(report_results, capsys):
+    results = load(report_results)
+    frame = checks_frame(consistency_checks(results))
+    law = frame[frame["check"] == "Little's law at the clients"]
+    balance = frame[frame["check"] == "Flow balance: clients = middlewares"]
+    assert len(law) == len(results.status) and set(law["verdict"]) == {"pass"}, law
+    assert set(balance["verdict"]) == {"pass"}, balance
+    status = main(["check", str(report_results)])
+    document = json.loads(capsys.readouterr().out)
+    assert status == (1 if document["failed"] else 0)
+    assert {"check", "scope", "value", "expected", "verdict"} <= set(document["checks"][0])
