@@ -33,7 +33,7 @@ def consistent(repetitions: int = 3) -> FakeResults:
         runs.append({**common, "source": "clients", "throughput": x, "response_ms": 16 / x * 1000})
         runs.append({**common, "source": "middleware", "throughput": x * 0.99, "response_ms": 1.5})
         for t in range(1, 5):
-            windows.append({"run_id": run_id, "source": "clients", "t_s": t, "kept": True, "throughput": x})
+            windows.append({"run_id": run_id, "source": "clients", "t_s": t, "kept": True, "count": x, "length_s": 1.0})
         for server in range(2):
             servers.append({"run_id": run_id, "server": server, "cmd_get": 9000, "cmd_set": 1000,
                             "middleware_requests": 10000})
@@ -63,7 +63,7 @@ def test_each_check_fails_on_a_doctored_copy():
     missed = (doctored.servers["run_id"] == "c0-r2") & (doctored.servers["server"] == 0)
     doctored.servers.loc[missed, ["cmd_get", "cmd_set"]] = 0  # a server that never saw its requests
     ramp = doctored.windows["run_id"] == "c0-r0"
-    doctored.windows.loc[ramp, "throughput"] = doctored.windows.loc[ramp, "t_s"] * 2000.0  # still warming up
+    doctored.windows.loc[ramp, "count"] = doctored.windows.loc[ramp, "t_s"] * 2000.0  # still warming up
     frame = checks_frame(consistency_checks(doctored))
     failed = frame[frame["verdict"] == "FAIL"]
     assert set(zip(failed["check"], failed["scope"])) >= {
@@ -100,11 +100,14 @@ def test_a_net_thread_demand_above_one_busy_server_fails():
 
 def test_check_on_a_real_experiment(report_results, capsys):
     results = load(report_results)
-    frame = checks_frame(consistency_checks(results))
+    # The shared experiment has no warm-up: memrelay sees the first requests some 0.1 s after
+    # the bench's clock started, about 6% of its 2 s runs; hence the wider tolerance.
+    frame = checks_frame(consistency_checks(results, tolerance=0.15))
     law = frame[frame["check"] == "Little's law at the clients"]
-    balance = frame[frame["check"] == "Flow balance: clients = middlewares"]
     assert len(law) == len(results.status) and set(law["verdict"]) == {"pass"}, law
-    assert set(balance["verdict"]) == {"pass"}, balance
+    for name in ("Flow balance: clients = middlewares", "Flow balance: middlewares = servers"):
+        balance = frame[frame["check"] == name]
+        assert set(balance["verdict"]) <= {"pass", "skipped"} and "pass" in set(balance["verdict"]), balance
     status = main(["check", str(report_results)])
     document = json.loads(capsys.readouterr().out)
     assert status == (1 if document["failed"] else 0)

@@ -148,10 +148,11 @@ def _stationarity(run_id: str, windows: pd.DataFrame, tolerance: float) -> Check
     if windows.empty:
         return Check(name, run_id, math.nan, "", None, "no windows")
     kept = windows[(windows["run_id"] == run_id) & (windows["source"] == "clients") & windows["kept"]]
-    if len(kept) < 3:
+    if len(kept) < 2:
         return Check(name, run_id, math.nan, f"drift within ±{tolerance:.0%}", None,
                      f"{len(kept)} kept windows: too few to see a trend")
-    t, x = kept["t_s"].to_numpy(dtype=float), kept["throughput"].to_numpy(dtype=float)
+    t = kept["t_s"].to_numpy(dtype=float)
+    x = (kept["count"] / kept["length_s"]).to_numpy(dtype=float)
     slope = np.polyfit(t, x, 1)[0]
     span = t.max() - t.min() + 1
     drift = slope * span / x.mean() if x.mean() > 0 else math.nan

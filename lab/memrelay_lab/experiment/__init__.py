@@ -1,6 +1,7 @@
 """An experiment from its TOML file to its raw results folder: the spec, its expansion into
 configurations and runs, the processes of one run, the hosts they run on, and the runner."""
 
+from ._cpu import CpuSampler, machine_cores, thread_role
 from ._expand import Configuration, Instance, Run, expand, placement, plan
 from ._hosts import Host, LocalHost, ProcessHandle
 from ._processes import REPO, Binaries, BinaryNotFound, find_binaries
@@ -23,6 +24,7 @@ __all__ = [
     "Binaries",
     "BinaryNotFound",
     "Configuration",
+    "CpuSampler",
     "Experiment",
     "ExperimentSummary",
     "Host",
@@ -39,8 +41,10 @@ __all__ = [
     "expand",
     "find_binaries",
     "load_experiment",
+    "machine_cores",
     "parse_experiment",
     "placement",
     "plan",
     "run_experiment",
+    "thread_role",
 ]

@@ -11,7 +11,8 @@
    or distribution "all"), through middleware 0 with ketama (so keys land on their
    replicas; the middleware then also counts these sets);
 4. `apply_load`: save each server's ``stats`` ("before"), start every bench instance at once,
-   wait for them, save ``stats`` again ("after");
+   sample every process's processor time over the kept interval (`_cpu`, cpu.json), wait for
+   the benches, save ``stats`` again ("after");
 5. `stop`: SIGTERM the middlewares (they write summary.json), then stop the servers.
 
 A failure raises `RunFailed` with the reason; whatever happens, every process the run
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._cpu import CpuSampler
 from ._expand import Run, placement
 from ._hosts import Host, ProcessHandle
 from ._processes import (
@@ -177,10 +179,16 @@ class OneRun:
         started = self.record["load_started_unix"] = time.time()
         self._mark("load_started")
         test_time = self.config.test_time
+        # Processor time of every process over the interval the clients' means are kept for.
+        pids = {h.name: h.pid for h in self.handles if self.host.poll(h) is None}
+        sampler = CpuSampler(pids, started + self.config.warmup, started + test_time - self.config.cooldown)
+        sampler.begin()
         wait_all(self.host, [h for h, _ in benches], test_time + 30.0, self.services,
                  ticker=lambda: self.ticker(started, test_time))
         self.tick_done()
         self._mark("load_ended")
+        if sampler.write(self.run_dir / "cpu.json") is not None:
+            self.files["cpu"] = self._rel(self.run_dir / "cpu.json")
         self._save_server_stats("after")
         totals = [check_bench(self.host, h, json_out, self.settings["max_error_rate"]) for h, json_out in benches]
         self.record["clients_throughput"] = sum(t.get("ops_per_sec", 0.0) for t in totals)

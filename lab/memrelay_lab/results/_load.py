@@ -31,9 +31,9 @@ Measures (times in milliseconds, throughputs per second):
 
 - Trimmed: the warm-up and cool-down are cut from each run's series and the means are taken
   over the whole windows left. A client interval ``[s, s+1)`` is kept when
-  ``warmup <= s`` and ``s + 1 <= test_time - cooldown``; a middleware window is kept when it
-  lies inside ``[load start + warmup, load start + test_time - cooldown]`` (the load start
-  is the earliest bench start). ``throughput`` (and ``throughput_set``/``_get``/``_multiget``,
+  ``warmup <= s`` and ``s + 1 <= test_time - cooldown``; a middleware window counts in
+  proportion to its overlap with ``[load start + warmup, load start + test_time - cooldown]``
+  (the load start is the earliest bench start), so both sides cover the same interval. ``throughput`` (and ``throughput_set``/``_get``/``_multiget``,
   ``keys_throughput`` = keys read per second), ``response_ms`` (and per type),
   ``queue_ms``, ``service_ms``, ``queue_length`` (middlewares only), ``count``, ``hits``,
   ``misses``, ``miss_rate``, ``keys_per_request`` (keys per read request), ``errors``,
@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..experiment import thread_role
 from ._hdr import HdrHistogram
 from ._histograms import bucket_histogram
 from ._memcached_stats import parse_stats
@@ -184,6 +185,8 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
     client_row["count_total"] = sum(b["totals"]["count"] for b in benches)
     client_row["errors_total"] = sum(b["totals"]["errors"] for b in benches)
     client_row["duration_s"] = max(b["duration_s"] for b in benches)
+    if files.get("cpu"):
+        client_row.update(_cpu_measures(_read_json(path / files["cpu"]), client_row.get("throughput", math.nan)))
     rows.append(client_row)
     windows += [{**w, "source": "clients"} for w in client_windows]
 
@@ -191,7 +194,8 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
     for k, files_k in enumerate(files["middlewares"]):
         summary = _read_json(path / files_k["summary"])
         raw = _read_jsonl(path / files_k["windows"])
-        series = [_middleware_window(w, load_start, keep_from, keep_to) for w in raw]
+        load_end = max(bench["duration_s"] for bench in benches)
+        series = [_middleware_window(w, load_start, keep_from, keep_to, load_end) for w in raw]
         row = _summarise(series)
         row["source"] = f"middleware-{k}"
         bucket_list = [(lower, count) for _, lower, count in _summary_buckets(summary, None)]
@@ -250,16 +254,33 @@ def _client_windows(benches: list[dict], keep_from: float, keep_to: float) -> li
     return combined
 
 
-def _middleware_window(raw: dict, load_start: float, keep_from: float, keep_to: float) -> dict:
+def _middleware_window(raw: dict, load_start: float, keep_from: float, keep_to: float, load_end: float) -> dict:
+    """One memrelay window. Its clock started with memrelay, not with the load, so its windows
+    straddle the kept interval's ends: a window counts in proportion to its overlap with the
+    interval, its requests taken as spread evenly over the part of it the load was running
+    (``[0, load_end]``), and both sides then cover the same interval (whole windows only would
+    cover up to two seconds less than the clients)."""
     t = raw["start_unix"] - load_start
     length = raw["length_s"]
-    kept = t >= keep_from - _EPSILON and t + length <= keep_to + _EPSILON and length > 0
-    window = {"window": raw["window"], "t_s": t, "length_s": length, "kept": kept}
+    overlap = min(t + length, keep_to) - max(t, keep_from)
+    active = min(t + length, load_end) - max(t, 0.0)
+    share = min(overlap / active, 1.0) if active > _EPSILON and overlap > _EPSILON else 0.0
+    window = {"window": raw["window"], "t_s": t, "length_s": length, "kept": share > 0}
     types = {kind: raw["types"][kind] for kind in (*_TYPES, "other")}
-    window.update(_type_measures(types, middleware=True))
+    measures = _type_measures(types, middleware=True)
+    if 0 < share < 1:
+        measures = {k: v * share if _is_additive(k) else v for k, v in measures.items()}
+        window["length_s"] = overlap
+    window.update(measures)
     window["queue_length"] = raw["queue_length_mean"]
     window["queue_length_max"] = raw["queue_length_max"]
     return window
+
+
+def _is_additive(key: str) -> bool:
+    """Counts and sums (which a part of a window has a share of), not means."""
+    return key.endswith("_sum_us") or key in (
+        "count", "read_keys", "hits", "misses", "errors", "count_get", "count_multiget", "count_set")
 
 
 def _type_measures(types: dict[str, dict], middleware: bool = False) -> dict:
@@ -443,6 +464,27 @@ def _read_servers(path: Path, record: dict) -> list[dict]:
         row["middleware_requests"] = per_server_requests.get(j, math.nan) if files["middlewares"] else math.nan
         rows.append(row)
     return rows
+
+
+def _cpu_measures(document: dict, throughput: float) -> dict:
+    """Processor time over the kept interval (cpu.json, written by the run): per request in µs
+    by program and by memrelay thread role, the cores busy, and the cores usable."""
+    start, end = document["interval_unix"]
+    seconds = max(end - start, 1e-9)
+    requests = throughput * seconds if throughput and math.isfinite(throughput) else math.nan
+    by_role: dict[str, float] = {"bench": 0.0, "memrelay": 0.0, "memcached": 0.0}
+    by_thread: dict[str, float] = {"net": 0.0, "worker": 0.0, "loop": 0.0, "other": 0.0}
+    for record in document["processes"].values():
+        by_role[record["role"]] = by_role.get(record["role"], 0.0) + record["cpu_s"]
+        for thread, cpu_s in record.get("threads", {}).items():
+            by_thread[thread_role(thread)] += cpu_s
+    measures = {f"cpu_{role}_us": 1e6 * cpu_s / requests for role, cpu_s in by_role.items()}
+    if by_role["memrelay"] > 0:
+        measures.update({f"cpu_{role}_us": 1e6 * cpu_s / requests for role, cpu_s in by_thread.items()})
+    measures["cpu_total_us"] = 1e6 * sum(by_role.values()) / requests
+    measures["cpu_cores_busy"] = sum(by_role.values()) / seconds
+    measures["cores"] = document["cores"]["usable"]
+    return measures
 
 
 def _read_json(path: Path) -> Any:

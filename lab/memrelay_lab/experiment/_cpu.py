@@ -1,0 +1,134 @@
+"""Processor time of every process a run starts, over the measured interval (psutil).
+
+A model of this machine needs what each program costs in processor time per request: the load
+generator, memrelay and memcached share the same cores. `CpuSampler` takes a snapshot of every
+process's user and system time (and, per thread, of memrelay's threads, by thread name: the net
+thread, the workers, the event loops) when the kept interval starts (the load's start plus the
+warm-up) and when it ends (the test time minus the cool-down), the same interval the clients'
+throughput is averaged over; `cpu.json` in the run folder holds the differences, the machine's
+cores and the cores this process may use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+__all__ = ["CpuSampler", "machine_cores", "role_of", "thread_role"]
+
+
+def machine_cores() -> dict[str, int]:
+    """Cores of the machine and the cores this process (and the ones it starts) may run on."""
+    return {"machine": os.cpu_count() or 1, "usable": len(os.sched_getaffinity(0))}
+
+
+def role_of(name: str) -> str:
+    """A run's process name (server-0, middleware-1, client-0-0, ...) as a role."""
+    if name.startswith("server-"):
+        return "memcached"
+    if name.startswith("middleware-"):
+        return "memrelay"
+    return "bench"
+
+
+def thread_role(thread_name: str) -> str:
+    """memrelay's thread names as roles: net (the main thread, which is the pool engine's net
+    thread), worker (pool), loop (evented), other (stats, probe, metrics, signals)."""
+    if thread_name.startswith("worker-"):
+        return "worker"
+    if thread_name.startswith("loop-"):
+        return "loop"
+    if thread_name == "memrelay":
+        return "net"
+    return "other"
+
+
+@dataclass
+class _Snapshot:
+    at: float
+    process: dict[str, float]  # name -> user + system seconds
+    threads: dict[str, dict[str, float]]  # name -> thread name -> seconds
+
+
+def _snapshot(pids: dict[str, int]) -> _Snapshot:
+    process, threads = {}, {}
+    for name, pid in pids.items():
+        try:
+            proc = psutil.Process(pid)
+            times = proc.cpu_times()
+            process[name] = times.user + times.system
+            if role_of(name) == "memrelay":
+                threads[name] = _thread_times(proc)
+        except psutil.Error:
+            continue  # gone: the run's own checks report it
+    return _Snapshot(time.time(), process, threads)
+
+
+def _thread_times(proc: psutil.Process) -> dict[str, float]:
+    by_name: dict[str, float] = {}
+    for thread in proc.threads():
+        try:
+            comm = Path(f"/proc/{proc.pid}/task/{thread.id}/comm").read_text().strip()
+        except OSError:
+            continue
+        by_name[comm] = by_name.get(comm, 0.0) + thread.user_time + thread.system_time
+    return by_name
+
+
+@dataclass
+class CpuSampler:
+    """Snapshots at `start` and `end` (unix seconds) on a thread of its own; `write` saves the
+    differences."""
+
+    pids: dict[str, int]
+    start: float
+    end: float
+    _first: _Snapshot | None = None
+    _last: _Snapshot | None = None
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def begin(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._stop.wait(max(self.start - time.time(), 0.0)):
+            return
+        self._first = _snapshot(self.pids)
+        if self._stop.wait(max(self.end - time.time(), 0.0)):
+            return
+        self._last = _snapshot(self.pids)
+
+    def finish(self) -> dict | None:
+        """Waits for the last snapshot (the load has ended by then); None if one is missing."""
+        if self._thread is not None:
+            self._thread.join(timeout=max(self.end - time.time(), 0.0) + 5.0)
+        self._stop.set()
+        if self._first is None or self._last is None:
+            return None
+        first, last = self._first, self._last
+        processes = {}
+        for name, seconds in last.process.items():
+            if name not in first.process:
+                continue
+            record = {"role": role_of(name), "cpu_s": round(seconds - first.process[name], 6)}
+            if name in last.threads:
+                record["threads"] = {
+                    thread: round(t - first.threads.get(name, {}).get(thread, 0.0), 6)
+                    for thread, t in last.threads[name].items()
+                }
+            processes[name] = record
+        return {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
+
+    def write(self, path: Path) -> dict | None:
+        document = self.finish()
+        if document is not None:
+            path.write_text(json.dumps(document, indent=1))
+        return document

@@ -1,0 +1,72 @@
+"""Processor time per process (experiment/_cpu.py): the sampler's figure for a process against
+the process's own account of its CPU time (time.process_time, from getrusage, read inside it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from memrelay_lab.experiment import CpuSampler, machine_cores, thread_role
+
+CHILD = """
+import sys, time
+print(time.process_time(), flush=True)          # before
+sys.stdin.readline()                             # go
+spin_until = time.process_time() + 0.2
+while time.process_time() < spin_until:
+    pass
+print(time.process_time(), flush=True)          # after
+time.sleep(10)
+"""
+
+
+def test_the_sampled_cpu_time_is_what_the_process_itself_counted():
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        before = float(child.stdout.readline())
+        now = time.time()
+        sampler = CpuSampler({"server-0": child.pid}, start=now + 0.1, end=now + 3.0)
+        sampler.begin()
+        time.sleep(0.3)  # after the first snapshot
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        after = float(child.stdout.readline())
+        document = sampler.finish()
+    finally:
+        child.kill()
+        child.wait()
+    assert document is not None
+    record = document["processes"]["server-0"]
+    assert record["role"] == "memcached"
+    # Clock-tick accounting (10 ms) on both snapshots.
+    assert record["cpu_s"] == pytest.approx(after - before, abs=0.03)
+    assert document["cores"] == machine_cores() and document["cores"]["usable"] >= 1
+
+
+def test_memrelay_threads_have_roles():
+    assert [thread_role(n) for n in ("memrelay", "worker-3", "loop-0", "stats", "probe")] == [
+        "net", "worker", "loop", "other", "other"]
+
+
+def test_a_real_run_records_what_memcached_counted_itself(report_results):
+    """The shared experiment keeps its whole load (no warm-up, no cool-down), the span the lab's
+    `stats` snapshots of each memcached bracket: memcached's own rusage over it is the reference."""
+    import json
+
+    from memrelay_lab.results import load, parse_stats
+
+    results = load(report_results)
+    clients = results.runs[results.runs["source"] == "clients"]
+    assert (clients["cpu_memcached_us"] > 0).all() and (clients["cpu_cores_busy"] > 0).all()
+    for record in results.manifest["runs"]:
+        run_dir = report_results
+        sampled = json.loads((run_dir / record["files"]["cpu"]).read_text())["processes"]
+        for j, server in enumerate(record["files"]["servers"]):
+            before = parse_stats((run_dir / server["stats_before"]).read_text())
+            after = parse_stats((run_dir / server["stats_after"]).read_text())
+            own = sum(float(after[k]) - float(before[k]) for k in ("rusage_user", "rusage_system"))
+            # The lab's snapshots and memcached's stats are taken a few milliseconds apart.
+            assert sampled[f"server-{j}"]["cpu_s"] == pytest.approx(own, rel=0.1, abs=0.03), record["id"]
