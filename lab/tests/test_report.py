@@ -45,6 +45,7 @@ FIGURES = {
     "interactive_law",
     "factorial_variation",
     "mva",
+    "predictions_curves",
 }
 CHROMIUM_FLAGS = [
     "--headless",

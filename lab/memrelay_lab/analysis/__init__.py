@@ -8,6 +8,7 @@ from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
 from ._network import Demands, NetworkModel, build_centers, measured_demands, network_model
 from ._inputs import NetworkModelError, config_columns_of
+from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "MMTables",
     "NetworkModel",
     "NetworkModelError",
+    "Prediction",
     "build_centers",
     "checks_frame",
     "config_columns_of",
@@ -31,4 +33,6 @@ __all__ = [
     "models_from_summary",
     "net_thread_utilization_checks",
     "network_model",
+    "predict_configurations",
+    "predictions_frame",
 ]

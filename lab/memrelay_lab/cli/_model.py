@@ -15,6 +15,7 @@ from ..analysis import MMTables, NetworkModel, models_from_summary
 from ..report import format_number
 from ..results import load, summarize
 from ..theory import DEFAULT_PERCENTILES, Center, asymptotic_bounds, mm1, mmm, mva
+from ._predict import add_predict_parser
 from ._output import CliError, emit, float_list, metrics_table, output_options
 
 __all__ = ["add_model_parser"]
@@ -46,6 +47,7 @@ def add_model_parser(subparsers: argparse._SubParsersAction) -> None:
     network.set_defaults(handler=_run_mva)
 
     _add_model_build_parser(kinds)
+    add_predict_parser(kinds)
 
 
 def _add_percentiles_option(parser: argparse.ArgumentParser) -> None:

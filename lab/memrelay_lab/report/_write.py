@@ -43,6 +43,7 @@ from pathlib import Path
 from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
 from ._checks_section import checks_section
+from ._predict_section import predictions_section
 from . import _sections as sections_of
 from ._document import Table
 from ._render import render_html, render_markdown
@@ -92,6 +93,7 @@ def write_report(
         sections_of.interactive_section(summary, tolerance, think_time_ms),
         sections_of.factorial_section(summary),
         sections_of.models_section(summary, notes),
+        predictions_section(summary, notes),
         checks_section(results, summary, tolerance),
     ]
     sections = [s for s in sections if s is not None and (s.items or s.text)]

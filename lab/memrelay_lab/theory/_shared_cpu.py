@@ -55,7 +55,7 @@ from ._mva import Center, mva
 
 __all__ = ["Stage", "SharedCpuResult", "exact_throughput", "shared_cpu_network"]
 
-_TOLERANCE = 1e-9
+_TOLERANCE = 1e-6
 _MAX_ITERATIONS = 500
 
 

@@ -1,0 +1,102 @@
+"""`memrelay-lab model predict RESULTS`: demands calibrated on some configurations predict the
+others (`analysis._predict`); JSON as the issue specifies it, or a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from ..analysis import predict_configurations, predictions_frame
+from ..results import load, summarize
+from ._output import CliError, output_options
+
+__all__ = ["add_predict_parser", "parse_calibration"]
+
+
+def add_predict_parser(kinds: argparse._SubParsersAction) -> None:
+    predict = kinds.add_parser(
+        "predict",
+        parents=[output_options()],
+        help="calibrate demands on some configurations of a results folder and predict the others",
+        description="Service demands from measured processor time per request (utilization law) and an off-"
+        "processor wait solved at the calibration configurations; a network whose thread pools share the "
+        "processors predicts every other configuration. Default calibration: the lowest and the highest "
+        "population of each setting of the other parameters (thread counts aside).",
+    )
+    predict.add_argument("results", type=Path, metavar="RESULTS", help="results folder written by `run`")
+    predict.add_argument(
+        "--calibrate",
+        type=parse_calibration,
+        metavar="SPEC",
+        help="the configurations to calibrate on, e.g. 'clients=2,32' or 'clients=2,32;workers=4'",
+    )
+    predict.set_defaults(handler=_run_predict)
+
+
+def parse_calibration(text: str) -> dict[str, list]:
+    """``column=v1,v2;column=v`` as {column: [values]} (numbers where they parse)."""
+    spec: dict[str, list] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        column, sep, values = part.partition("=")
+        if not sep or not column.strip() or not values.strip():
+            raise argparse.ArgumentTypeError(f"expected column=value,value;..., got {part!r}")
+        spec[column.strip()] = [_value(v.strip()) for v in values.split(",") if v.strip()]
+    if not spec:
+        raise argparse.ArgumentTypeError("an empty calibration")
+    return spec
+
+
+def _value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _run_predict(args: argparse.Namespace) -> int:
+    if not (args.results / "manifest.json").is_file():
+        raise CliError(f"{args.results}: not a results folder (no manifest.json)")
+    summary = summarize(load(args.results))
+    predictions = predict_configurations(summary.pooled_table(), summary.config_columns, calibrate=args.calibrate)
+    if args.format == "table":
+        print(_table(predictions_frame(predictions), summary.display_columns))
+    else:
+        document = {"configurations": [_finite(p.to_dict()) for p in predictions]}
+        print(json.dumps(document, indent=2, allow_nan=False))
+    return 0
+
+
+def _finite(value):
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _table(frame, columns) -> str:
+    lines = [f"{'configuration':<28} {'role':<11} {'X measured':>11} {'X model':>9} {'error':>7} "
+             f"{'R measured':>10} {'R model':>8} {'error':>7}  bottleneck"]
+    for _, row in frame.iterrows():
+        label = ", ".join(f"{c}={row[c]}" for c in columns if c in row)[:28]
+        lines.append(
+            f"{label:<28} {'calibration' if row['calibration'] else 'predicted':<11} "
+            f"{row['throughput_measured']:>11,.0f} {row['throughput_predicted']:>9,.0f} {_pct(row['throughput_error']):>7} "
+            f"{row['response_ms_measured']:>10.3f} {row['response_ms_predicted']:>8.3f} {_pct(row['response_ms_error']):>7}  "
+            f"{row['bottleneck']}"
+        )
+    predicted = frame[~frame["calibration"]]
+    if len(predicted):
+        for measure in ("throughput", "response_ms"):
+            errors = predicted[f"{measure}_error"].abs()
+            lines.append(f"{measure}: mean |error| {100 * errors.mean():.1f}%, worst {100 * errors.max():.1f}% "
+                         f"over {len(predicted)} predicted configurations (0 inside the measured 95% interval)")
+    return "\n".join(lines)
+
+
+def _pct(value: float) -> str:
+    return "–" if not math.isfinite(value) else f"{100 * value:+.1f}%"
