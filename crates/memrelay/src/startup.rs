@@ -18,10 +18,11 @@ use crate::client::local::LocalAnswers;
 use crate::generation::{Current, Generation};
 use crate::health::{self, Health};
 use crate::measure;
+use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Recorder, Window, WindowClock};
 use crate::measure::prometheus::Sources;
-use crate::measure::stats::StatsThread;
+use crate::measure::stats::{Shared, StatsThread};
 use crate::reload;
 use crate::servers::Registry;
 use crate::settings::Settings;
@@ -79,6 +80,8 @@ pub(crate) struct Runtime {
     pub current: Arc<Current>,
     pub health: Arc<Health>,
     pub live: Arc<LiveTotals>,
+    /// Requests inside memrelay, one counter per recording thread.
+    in_system: Arc<InSystem>,
     pub shutdown: Arc<AtomicBool>,
     clock: WindowClock,
     to_stats: Sender<Box<Window>>,
@@ -105,16 +108,19 @@ impl Runtime {
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();
         let live = LiveTotals::new(settings.servers.len());
+        let in_system = InSystem::new(recorders);
         let stats = StatsThread::new(
             Arc::clone(&settings),
             clock,
             recorders,
             stats_in,
             recycle_out,
-            Arc::clone(&live),
-            Arc::clone(&registry),
+            Shared { live: Arc::clone(&live), registry: Arc::clone(&registry), in_system: Arc::clone(&in_system) },
         )
         .map_err(Error::Statistics)?;
+        let sampler = measure::in_system::spawn_sampler(Arc::clone(&in_system), clock, Arc::clone(&shutdown))
+            .map_err(|source| Error::Thread { name: "sampler".into(), source })?;
+        drop(sampler); // it ends with the shutdown flag
         let stop_stats = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&stop_stats);
         let stats = spawn("stats", move || stats.run(stop))?;
@@ -150,6 +156,7 @@ impl Runtime {
             current,
             health,
             live,
+            in_system,
             shutdown,
             clock,
             to_stats,
@@ -169,6 +176,7 @@ impl Runtime {
             self.settings.measurement.request_log_sample,
             self.to_stats.clone(),
             self.recycled.clone(),
+            Arc::clone(&self.in_system),
         )
     }
 

@@ -18,7 +18,7 @@ use common::*;
 macro_rules! suite {
     ($($engine:ident: $name:literal),* $(,)?) => {
         $(
-            engine_tests!($engine: $name; measurement_outputs, stats_command, pipelined_arrival_is_first_byte, meta_requests_are_measured);
+            engine_tests!($engine: $name; measurement_outputs, stats_command, pipelined_arrival_is_first_byte, meta_requests_are_measured, littles_law_holds_inside_memrelay);
         )*
 
         #[test]
@@ -465,4 +465,52 @@ fn meta_requests_are_measured(engine: &str) {
     assert_eq!(u(&summary, "/types/get/hits"), sum_delta(&s1, &s2, "get_hits"), "hits as the servers count them");
     assert_eq!(u(&summary, "/types/get/misses"), sum_delta(&s1, &s2, "get_misses"), "misses as the servers count them");
     assert_eq!(u(&summary, "/types/get/misses"), 25);
+}
+
+/// The requests inside memrelay, sampled 100 times a second by its stats thread, against X·R
+/// from the requests it measured (Little's law over the same run): two figures from different
+/// sources that must agree.
+fn littles_law_holds_inside_memrelay(engine: &str) {
+    let servers: Vec<Memcached> = (0..2).map(|_| Memcached::start()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let stats_dir = dir.path().join("stats");
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let mut relay = Memrelay::start(engine, &refs, &["--stats-dir", stats_dir.to_str().unwrap()]);
+    let until = std::time::Instant::now() + Duration::from_millis(1500);
+    thread::scope(|scope| {
+        for c in 0..4 {
+            let mut client = relay.client();
+            scope.spawn(move || {
+                for i in 0..200_000 {
+                    if std::time::Instant::now() >= until {
+                        break;
+                    }
+                    assert_eq!(client.set(&format!("ll:{c}:{}", i % 100), b"value"), "STORED\r\n");
+                    client.get(&format!("ll:{c}:{}", i % 100));
+                }
+            });
+        }
+    });
+    assert!(relay.stop().success());
+    let summary: Value = serde_json::from_str(&fs::read_to_string(stats_dir.join("summary.json")).unwrap()).unwrap();
+    let duration = f(&summary, "/duration_s");
+    let busy_us: f64 = ["get", "multiget", "set", "other"]
+        .iter()
+        .map(|kind| {
+            let t = &summary["types"][*kind];
+            u(t, "/count") as f64 * t["response_us"]["mean"].as_f64().unwrap_or(0.0)
+        })
+        .sum();
+    // Over the span the sampler ran (100 samples a second from start to the stop signal): the
+    // summary's duration also covers the stop, which would dilute X·R but not the samples.
+    let sampled_span = u(&summary, "/in_system/samples") as f64 / 100.0;
+    assert!(sampled_span <= duration + 0.05, "{sampled_span} s of samples in {duration} s");
+    let x_r = busy_us / 1e6 / sampled_span;
+    let sampled = f(&summary, "/in_system/mean");
+    assert!(u(&summary, "/in_system/samples") > 50, "{summary}");
+    assert!(x_r > 0.5, "the load kept memrelay busy: X·R = {x_r}");
+    let ratio = sampled / x_r;
+    // The pool counts a request in when its net thread queues it; R starts at its first byte, which
+    // may wait in the net thread for the client's previous job to come back: N reads a little low.
+    assert!((0.8..1.25).contains(&ratio), "sampled N = {sampled:.3}, X·R = {x_r:.3}");
 }

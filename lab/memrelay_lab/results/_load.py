@@ -274,6 +274,7 @@ def _middleware_window(raw: dict, load_start: float, keep_from: float, keep_to: 
     window.update(measures)
     window["queue_length"] = raw["queue_length_mean"]
     window["queue_length_max"] = raw["queue_length_max"]
+    window["in_system"] = raw.get("in_system_mean", math.nan)
     return window
 
 
@@ -342,6 +343,8 @@ def _summarise(series: list[dict]) -> dict:
         "service_ms": mean_ms("service_sum_us", count) if kept and "service_sum_us" in kept[0] else math.nan,
         "queue_length": (sum(w["queue_length"] * w["length_s"] for w in kept) / seconds
                          if seconds and "queue_length" in kept[0] else math.nan),
+        "in_system": (sum(w["in_system"] * w["length_s"] for w in kept) / seconds
+                      if seconds and "in_system" in kept[0] else math.nan),
         "hits": hits,
         "misses": misses,
         "miss_rate": misses / (hits + misses) if hits + misses else math.nan,
@@ -366,6 +369,8 @@ def _combine_middleware_rows(rows: list[dict]) -> dict:
         combined[f"response_{kind}_ms"] = _weighted(
             [(r[f"response_{kind}_ms"], r[f"throughput_{kind}"] * r["kept_s"]) for r in rows])
     combined["queue_length"] = float(np.mean([r["queue_length"] for r in rows]))
+    # Requests inside all the middlewares together, as their summed throughput is.
+    combined["in_system"] = float(sum(r.get("in_system", math.nan) for r in rows))
     combined["kept_s"] = float(np.mean([r["kept_s"] for r in rows]))
     combined["duration_s"] = max(r["duration_s"] for r in rows)
     hits, misses = combined["hits"], combined["misses"]

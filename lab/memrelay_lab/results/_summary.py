@@ -73,6 +73,7 @@ MIDDLEWARE_MEASURES = (
     "queue_ms",
     "service_ms",
     "queue_length",
+    "in_system",
     "miss_rate",
     "error_rate",
 )

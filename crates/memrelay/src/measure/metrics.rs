@@ -6,11 +6,14 @@
 //! recorder hands its [`Window`] to the stats thread over a channel and takes a cleared one
 //! back, so the hot path never waits on the stats thread.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 use memrelay_protocol::{Command, Request};
+
+use crate::measure::in_system::InSystem;
 
 /// Request kinds, as the seeds count them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +224,9 @@ pub struct Window {
     pub queue_len_sum: u64,
     pub queue_len_samples: u64,
     pub queue_len_max: u64,
+    /// Requests inside memrelay, sampled by the stats thread: sum and count of the samples.
+    pub in_system_sum: u64,
+    pub in_system_samples: u64,
     pub samples: Vec<Sample>,
 }
 
@@ -238,6 +244,8 @@ impl Window {
             queue_len_sum: 0,
             queue_len_samples: 0,
             queue_len_max: 0,
+            in_system_sum: 0,
+            in_system_samples: 0,
             samples: Vec::new(),
         }
     }
@@ -251,6 +259,8 @@ impl Window {
         self.queue_len_sum = 0;
         self.queue_len_samples = 0;
         self.queue_len_max = 0;
+        self.in_system_sum = 0;
+        self.in_system_samples = 0;
         self.samples.clear();
     }
 
@@ -284,6 +294,8 @@ impl Window {
         self.queue_len_sum += other.queue_len_sum;
         self.queue_len_samples += other.queue_len_samples;
         self.queue_len_max = self.queue_len_max.max(other.queue_len_max);
+        self.in_system_sum += other.in_system_sum;
+        self.in_system_samples += other.in_system_samples;
     }
 }
 
@@ -313,6 +325,7 @@ pub struct Recorder {
     servers: usize,
     sample_every: u64,
     until_sample: u64,
+    in_system: Arc<InSystem>,
 }
 
 /// Capacity of the sample buffer of a window before further samples of that window are dropped
@@ -327,11 +340,40 @@ impl Recorder {
         sample_every: Option<u64>,
         to_stats: Sender<Box<Window>>,
         recycled: Receiver<Box<Window>>,
+        in_system: Arc<InSystem>,
     ) -> Recorder {
         let mut window = Box::new(Window::new(servers));
         window.index = clock.index(Instant::now());
         let sample_every = sample_every.unwrap_or(0);
-        Recorder { thread, clock, window, to_stats, recycled, servers, sample_every, until_sample: sample_every }
+        Recorder {
+            thread,
+            clock,
+            window,
+            to_stats,
+            recycled,
+            servers,
+            sample_every,
+            until_sample: sample_every,
+            in_system,
+        }
+    }
+
+    /// A request came into memrelay through this thread (the pool's net thread queued it).
+    #[inline]
+    pub fn request_in(&self) {
+        self.in_system.arrived(usize::from(self.thread));
+    }
+
+    /// This thread wrote a request's reply (a pool worker).
+    #[inline]
+    pub fn request_out(&self) {
+        self.in_system.departed(usize::from(self.thread));
+    }
+
+    /// This thread has `count` requests in flight (an event loop, once per turn).
+    #[inline]
+    pub fn requests_in_flight(&self, count: usize) {
+        self.in_system.set(usize::from(self.thread), count);
     }
 
     pub fn clock(&self) -> WindowClock {

@@ -2,9 +2,12 @@
 //! (counters and HdrHistograms per request type, no lock or allocation per request) and ships a
 //! window at each boundary to the [`stats`] thread, which merges them, writes `windows.jsonl`,
 //! `requests.csv` and `summary.json`, and publishes running totals ([`live`]) for the `stats`
-//! command and the Prometheus endpoint ([`prometheus`]).
+//! command and the Prometheus endpoint ([`prometheus`]). The stats thread also samples the
+//! requests inside memrelay ([`in_system`]).
 
+pub mod cpu;
 pub(crate) mod endpoint;
+pub mod in_system;
 pub(crate) mod live;
 pub mod metrics;
 pub(crate) mod prometheus;

@@ -185,29 +185,9 @@ impl Sources {
     }
 }
 
-/// CPU seconds per thread role (the thread's name without its number: `loop`, `worker`,
-/// `stats`, …; the main thread is `main`, which is the net thread of the pool engine; threads
-/// memrelay did not name are `other`).
+/// CPU seconds per thread role, from `/proc` ([`crate::measure::cpu`]).
 fn encode_cpu(encoder: &mut DescriptorEncoder) -> fmt::Result {
-    let mut roles: Vec<(String, f64)> = Vec::new();
-    let ticks = procfs::ticks_per_second() as f64;
-    let me = procfs::process::Process::myself();
-    if let Ok(tasks) = me.as_ref().map(|p| p.tasks()) {
-        for task in tasks.into_iter().flatten().flatten() {
-            let Ok(stat) = task.stat() else { continue };
-            let role = match (task.tid == task.pid, stat.comm.as_str()) {
-                (true, _) => "main".to_string(),
-                // Threads memrelay did not name (the HTTP library's) keep the process's name.
-                (false, "memrelay") => "other".to_string(),
-                (false, name) => role_of(name),
-            };
-            let seconds = (stat.utime + stat.stime) as f64 / ticks;
-            match roles.iter_mut().find(|(r, _)| *r == role) {
-                Some((_, total)) => *total += seconds,
-                None => roles.push((role, seconds)),
-            }
-        }
-    }
+    let roles = crate::measure::cpu::seconds_by_role();
     let mut family = encoder.encode_descriptor(
         "memrelay_cpu_seconds",
         "CPU time (user and system) of memrelay's live threads, by role",
@@ -218,12 +198,6 @@ fn encode_cpu(encoder: &mut DescriptorEncoder) -> fmt::Result {
         ConstCounter::new(*seconds).encode(family.encode_family(&[("role", role.as_str())])?)?;
     }
     Ok(())
-}
-
-/// `loop-3` → `loop`, `worker-12` → `worker`, `stats` → `stats`.
-fn role_of(thread_name: &str) -> String {
-    let trimmed = thread_name.trim_end_matches(|c: char| c.is_ascii_digit());
-    trimmed.strip_suffix('-').unwrap_or(trimmed).to_string()
 }
 
 /// A counter without labels.
@@ -304,12 +278,5 @@ mod tests {
         assert_eq!(count(0.001), 2); // 900 µs and 1 ms
         assert_eq!(count(f64::INFINITY), 1); // 7 s
         assert_eq!(b.iter().map(|(_, n)| n).sum::<u64>(), 6);
-    }
-
-    #[test]
-    fn roles_drop_the_thread_number() {
-        assert_eq!(role_of("loop-3"), "loop");
-        assert_eq!(role_of("worker-12"), "worker");
-        assert_eq!(role_of("stats"), "stats");
     }
 }

@@ -22,6 +22,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
+use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
 use crate::servers::Registry;
@@ -30,6 +31,16 @@ use crate::VERSION;
 
 /// Width of the summary's response-time histogram buckets (seed 000 section 1.9.2).
 const HISTOGRAM_BUCKET_US: u64 = 100;
+
+/// What the stats thread shares with the rest of memrelay.
+pub struct Shared {
+    /// Running totals it publishes.
+    pub live: Arc<LiveTotals>,
+    /// Server names by id.
+    pub registry: Arc<Registry>,
+    /// The requests inside memrelay it samples.
+    pub in_system: Arc<InSystem>,
+}
 
 pub struct StatsThread {
     settings: Arc<Settings>,
@@ -48,6 +59,14 @@ pub struct StatsThread {
     requests_out: Option<BufWriter<File>>,
     /// Server names by id.
     registry: Arc<Registry>,
+    in_system: Arc<InSystem>,
+    /// memrelay's CPU seconds by thread role over the windows written.
+    cpu_totals: Vec<(String, f64)>,
+}
+
+/// CPU seconds by role as a JSON object.
+fn by_role(roles: &[(String, f64)]) -> Value {
+    Value::Object(roles.iter().map(|(role, seconds)| (role.clone(), json!(seconds))).collect())
 }
 
 impl StatsThread {
@@ -57,9 +76,9 @@ impl StatsThread {
         recorders: usize,
         incoming: Receiver<Box<Window>>,
         recycle: Sender<Box<Window>>,
-        live: Arc<LiveTotals>,
-        registry: Arc<Registry>,
+        shared: Shared,
     ) -> io::Result<StatsThread> {
+        let Shared { live, registry, in_system } = shared;
         let mut windows_out = None;
         let mut requests_out = None;
         if let Some(dir) = &settings.measurement.stats_dir {
@@ -90,6 +109,8 @@ impl StatsThread {
             requests_out,
             settings,
             registry,
+            in_system,
+            cpu_totals: Vec::new(),
         })
     }
 
@@ -152,8 +173,11 @@ impl StatsThread {
             if *entry.key() >= ready_before {
                 break;
             }
-            let window = entry.remove();
+            let mut window = entry.remove();
             self.written_upto = window.index + 1;
+            let (sum, count) = self.in_system.samples_of(window.index);
+            window.in_system_sum = sum;
+            window.in_system_samples = count;
             self.write_window(&window)?;
         }
         if !all {
@@ -164,6 +188,14 @@ impl StatsThread {
 
     fn write_window(&mut self, window: &Window) -> io::Result<()> {
         let length = self.clock.length.as_secs_f64();
+        // memrelay's processor time in this window, by thread role (the sampler read it).
+        let cpu = self.in_system.cpu_of(window.index);
+        for (role, seconds) in cpu.iter().flatten() {
+            match self.cpu_totals.iter_mut().find(|(r, _)| r == role) {
+                Some((_, total)) => *total += seconds,
+                None => self.cpu_totals.push((role.clone(), *seconds)),
+            }
+        }
         let mut types = serde_json::Map::new();
         for kind in Kind::ALL {
             let stats = &window.kinds[kind as usize];
@@ -193,6 +225,9 @@ impl StatsThread {
             "types": types,
             "queue_length_mean": mean(window.queue_len_sum, window.queue_len_samples),
             "queue_length_max": window.queue_len_max,
+            "in_system_mean": mean(window.in_system_sum, window.in_system_samples),
+            "cpu_s": cpu.as_ref().map(|roles| by_role(roles)),
+            "in_system_samples": window.in_system_samples,
             "per_server_requests": window.per_server,
             "per_server_failures": window.per_server_failures,
         });
@@ -247,6 +282,7 @@ impl StatsThread {
     }
 
     fn summary(&self) -> Value {
+        let (in_system_sum, in_system_samples) = self.in_system.all_samples();
         let duration = (unix_now() - self.started_unix).max(1e-9);
         let mut types = serde_json::Map::new();
         for kind in Kind::ALL {
@@ -287,6 +323,11 @@ impl StatsThread {
                 "max": self.totals.queue_len_max,
                 "samples": self.totals.queue_len_samples,
             },
+            "in_system": {
+                "mean": mean(in_system_sum, in_system_samples),
+                "samples": in_system_samples,
+            },
+            "cpu_s": by_role(&self.cpu_totals),
         })
     }
 }

@@ -22,6 +22,8 @@ impl EventLoop {
         self.refresh_config();
         let now = Instant::now();
         let index = self.inflight.alloc();
+        self.inflight.count_in(index);
+        self.recorder.requests_in_flight(self.inflight.counted());
         let session = &mut self.clients.sessions[slot];
         let entry = self.inflight.get_mut(index);
         entry.client = Some(slot);
@@ -227,6 +229,7 @@ impl EventLoop {
                 self.recorder.record(kind_of(request), &entry.times, &entry.outcome, targets);
             }
             self.inflight.release(index);
+            self.recorder.requests_in_flight(self.inflight.counted());
         }
         self.flush(slot);
         self.close_if_done(slot);

@@ -52,12 +52,15 @@ pub(crate) struct InFlight {
     pub reply: Vec<u8>,
     pub outcome: Outcome,
     pub done: bool,
+    /// Counted among the requests inside memrelay (a client's request, reply not yet written).
+    counted: bool,
 }
 
 impl InFlight {
     fn new() -> InFlight {
         InFlight {
             generation: 0,
+            counted: false,
             client: None,
             input: Vec::new(),
             request: None,
@@ -133,6 +136,8 @@ impl InFlight {
 pub(crate) struct Requests {
     entries: Vec<InFlight>,
     free: Vec<usize>,
+    /// Entries counted inside memrelay ([`crate::measure::in_system`]).
+    counted: usize,
 }
 
 impl Requests {
@@ -146,7 +151,29 @@ impl Requests {
         }
     }
 
+    /// Counts entry `index` inside memrelay (a client's request started).
+    pub fn count_in(&mut self, index: usize) {
+        if !self.entries[index].counted {
+            self.entries[index].counted = true;
+            self.counted += 1;
+        }
+    }
+
+    /// Entry `index` is no longer inside memrelay (its reply was written, or its client left).
+    pub fn count_out(&mut self, index: usize) {
+        if self.entries[index].counted {
+            self.entries[index].counted = false;
+            self.counted -= 1;
+        }
+    }
+
+    /// Client requests inside memrelay.
+    pub fn counted(&self) -> usize {
+        self.counted
+    }
+
     pub fn release(&mut self, index: usize) {
+        self.count_out(index);
         let entry = &mut self.entries[index];
         entry.generation = entry.generation.wrapping_add(1);
         entry.client = None;

@@ -289,6 +289,8 @@ impl Scheduler for EventLoop {
                 self.pump(slot);
             }
         }
+        // Entries of clients that left are counted out when released, here or there.
+        self.recorder.requests_in_flight(self.inflight.counted());
     }
 
     fn begin_shutdown(&mut self) {

@@ -90,6 +90,7 @@ impl NetThread {
         job.request = Some(request);
         session.engine.busy = true;
         job.times.enqueue = Instant::now();
+        self.recorder.request_in();
         // Sampled as this request finds the queue (what waits ahead of it).
         self.recorder.queue_length(job.times.enqueue, self.queue.len());
         if self.queue.send(job).is_err() {

@@ -175,6 +175,7 @@ impl Worker {
         job.times.reply_written = Instant::now();
         let targets = self.route.targets.len().max(1) as u16;
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
+        self.recorder.request_out();
         if let Some(cold) = warming {
             self.write_back(request.key(&job.input), cold);
         }
