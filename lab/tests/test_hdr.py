@@ -95,3 +95,26 @@ def test_empty_histogram_has_no_percentiles():
 def test_rejects_other_data():
     with pytest.raises(ValueError, match="compressed HdrHistogram"):
         HdrHistogram.decode(base64.b64encode(b"\x00" * 16).decode())
+
+
+def test_middleware_percentiles_come_from_the_windows_hdrhistograms(report_results):
+    """memrelay writes each window's response times as an HdrHistogram; merged over the kept
+    windows they must agree with its whole-run 100 µs buckets (this experiment keeps the whole
+    run) to within a bucket, and lie below the clients' (who also wait for the network)."""
+    import json
+
+    from memrelay_lab.results import bucket_histogram, load
+    from memrelay_lab.results._load import _summary_buckets
+
+    results = load(report_results)
+    middleware = results.runs[results.runs["source"] == "middleware-0"].set_index("run_id")
+    clients = results.runs[results.runs["source"] == "clients"].set_index("run_id")
+    for record in results.manifest["runs"]:
+        files = record["files"]["middlewares"][0]
+        assert any("response_hdr" in json.loads(line) for line in (report_results / files["windows"]).read_text().splitlines())
+        summary = json.loads((report_results / files["summary"]).read_text())
+        buckets = bucket_histogram([(lower, count) for _, lower, count in _summary_buckets(summary, None)])
+        for name, q in (("p50", 50), ("p90", 90)):
+            from_windows = middleware.loc[record["id"], f"response_{name}_ms"]
+            assert abs(from_windows - buckets.percentile(q) / 1000) <= 0.1 + 0.05 * from_windows, (record["id"], name)
+            assert from_windows <= clients.loc[record["id"], f"response_{name}_ms"] * 1.05

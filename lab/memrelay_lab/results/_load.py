@@ -41,9 +41,10 @@ Measures (times in milliseconds, throughputs per second):
 - Whole run (not trimmed): ``response_p50_ms``, ``_p90_ms``, ``_p99_ms``, ``_p999_ms``.
   Clients: from the benches' HdrHistograms, merged over all instances (exact to HdrHistogram's
   3 significant digits; the histograms cover the whole load phase, so these percentiles
-  include the warm-up and cool-down). Middlewares: from summary.json's 100 µs response
-  buckets summed over request types (and middlewares), interpolated linearly inside the
-  bucket; also whole run, and with ketama they include the populate sets.
+  include the warm-up and cool-down). Middlewares: from the HdrHistograms memrelay writes per
+  window, merged over the windows mostly inside the kept interval (trimmed like the means);
+  from summary.json's 100 µs buckets (whole run, interpolated inside the bucket) for results
+  of an earlier memrelay.
 - ``count_total`` and ``errors_total``: untrimmed totals (bench totals; middleware summary),
   for checking that both sides saw the same requests.
 """
@@ -190,7 +191,7 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
     rows.append(client_row)
     windows += [{**w, "source": "clients"} for w in client_windows]
 
-    middleware_rows, all_middleware_windows, buckets = [], [], []
+    middleware_rows, all_middleware_windows, buckets, kept_hdrs = [], [], [], []
     for k, files_k in enumerate(files["middlewares"]):
         summary = _read_json(path / files_k["summary"])
         raw = _read_jsonl(path / files_k["windows"])
@@ -198,9 +199,15 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
         series = [_middleware_window(w, load_start, keep_from, keep_to, load_end) for w in raw]
         row = _summarise(series)
         row["source"] = f"middleware-{k}"
-        bucket_list = [(lower, count) for _, lower, count in _summary_buckets(summary, None)]
-        buckets.append(bucket_list)
-        row.update(_percentiles(lambda q, h=bucket_histogram(bucket_list): h.percentile(100 * q)))
+        hdr = _kept_hdr(raw, series)
+        if hdr is not None:
+            # The windows' HdrHistograms: trimmed like the means, exact to 3 significant digits.
+            kept_hdrs.append(hdr)
+            row.update(_percentiles(hdr.value_at_quantile))
+        else:
+            bucket_list = [(lower, count) for _, lower, count in _summary_buckets(summary, None)]
+            buckets.append(bucket_list)
+            row.update(_percentiles(lambda q, h=bucket_histogram(bucket_list): h.percentile(100 * q)))
         row["count_total"] = summary["totals"]["count"]
         row["errors_total"] = summary["totals"]["errors"]
         row["duration_s"] = summary["duration_s"]
@@ -211,8 +218,14 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
         rows += middleware_rows
         combined_series = _combine_middleware_windows(all_middleware_windows)
         combined = _combine_middleware_rows(middleware_rows)
-        merged_buckets = [item for bucket_list in buckets for item in bucket_list]
-        combined.update(_percentiles(lambda q, h=bucket_histogram(merged_buckets): h.percentile(100 * q)))
+        if kept_hdrs and len(kept_hdrs) == len(middleware_rows):
+            merged = kept_hdrs[0]
+            for other in kept_hdrs[1:]:
+                merged = merged.merged(other)
+            combined.update(_percentiles(merged.value_at_quantile))
+        else:
+            merged_buckets = [item for bucket_list in buckets for item in bucket_list]
+            combined.update(_percentiles(lambda q, h=bucket_histogram(merged_buckets): h.percentile(100 * q)))
         rows.append(combined)
         windows += [{**w, "source": "middleware"} for w in combined_series]
     return rows, windows
@@ -408,6 +421,20 @@ def _weighted(pairs: list[tuple[float, float]]) -> float:
 
 
 # ---------------------------------------------------------------- histograms and percentiles
+
+
+def _kept_hdr(raw: list[dict], series: list[dict]) -> HdrHistogram | None:
+    """The response-time HdrHistograms of the windows mostly inside the kept interval, merged;
+    None when memrelay wrote none (an earlier version)."""
+    if not any("response_hdr" in w for w in raw):
+        return None
+    merged = None
+    for window, measured in zip(raw, series):
+        mostly_kept = measured["kept"] and measured["length_s"] >= 0.5 * window["length_s"]
+        if mostly_kept and window.get("response_hdr"):
+            histogram = HdrHistogram.decode(window["response_hdr"])
+            merged = histogram if merged is None else merged.merged(histogram)
+    return merged if merged is not None and merged.total > 0 else None
 
 
 def _percentiles(quantile) -> dict:

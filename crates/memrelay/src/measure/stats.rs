@@ -64,6 +64,26 @@ pub struct StatsThread {
     cpu_totals: Vec<(String, f64)>,
 }
 
+/// The window's response times over every request type, as HdrHistogram's standard compressed
+/// form (V2, deflate, base64; the bench's encoding): the lab trims warm-up and merges windows
+/// exactly instead of reading percentiles off whole-run 100 µs buckets.
+fn response_hdr(window: &Window) -> Option<String> {
+    use base64::Engine;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    let mut all = crate::measure::metrics::new_histogram();
+    for kind in &window.kinds {
+        if !kind.response.is_empty() {
+            all.add(&kind.response).ok()?;
+        }
+    }
+    if all.is_empty() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new().serialize(&all, &mut bytes).ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 /// CPU seconds by role as a JSON object.
 fn by_role(roles: &[(String, f64)]) -> Value {
     Value::Object(roles.iter().map(|(role, seconds)| (role.clone(), json!(seconds))).collect())
@@ -227,6 +247,7 @@ impl StatsThread {
             "queue_length_max": window.queue_len_max,
             "in_system_mean": mean(window.in_system_sum, window.in_system_samples),
             "cpu_s": cpu.as_ref().map(|roles| by_role(roles)),
+            "response_hdr": response_hdr(window),
             "in_system_samples": window.in_system_samples,
             "per_server_requests": window.per_server,
             "per_server_failures": window.per_server_failures,
