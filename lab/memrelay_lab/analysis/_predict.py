@@ -25,8 +25,11 @@ measured throughput (a one-dimensional root; zero when the model is already slow
 Configurations are grouped by every parameter except the population (clients and its factors)
 and the thread counts (workers: a thread count changes a stage's threads, not the processor
 time a request costs). Within a group the demands and z of the calibration configurations are
-interpolated linearly in 1/N (constant beyond the ends; `_load_axis` says why) to every other configuration, which
-the model then predicts. Default calibration: the lowest and the highest population of each
+interpolated linearly in 1/N (constant beyond the ends; `_load_axis` says why) to every other
+configuration, which the model then predicts: along its own thread count when that was
+calibrated at two populations (z, the wait a pool holds, differs with the pool's size: 38 µs
+with 4 workers, 163 µs with 32 on `make demo` at 32 clients), else averaged over the thread
+counts that were. Default calibration: the lowest and the highest population of each
 group. A prediction inside the measurement's own confidence interval counts as exact (noise is
 not model error).
 """
@@ -164,12 +167,25 @@ def predict_configurations(
             demands = {name: float(row.get(name, 0.0) or 0.0) for name in _DEMANDS}
             own[index] = (demands, _calibrated_wait(row, demands))
         points = _points_by_population(group, own)
+        threads = [c for c in THREAD_COLUMNS if c in group]
+        thread_key = lambda row: tuple(row[c] for c in threads)  # noqa: E731
+        # A setting of the thread counts calibrated at two populations or more is interpolated on
+        # its own (the off-processor wait a pool holds differs with its size); others borrow the
+        # group's, averaged over the thread counts calibrated.
+        series_points = {}
+        for key in {thread_key(group.loc[i]) for i in own}:
+            mine = {i: v for i, v in own.items() if thread_key(group.loc[i]) == key}
+            if len({_population(group.loc[i]) for i in mine}) >= 2:
+                series_points[key] = _points_by_population(group, mine)
         for (index, row), is_calibration in zip(group.iterrows(), chosen):
-            demands, wait = own[index] if is_calibration else _interpolate(points, _load_axis(_population(row)))
+            if is_calibration:
+                demands, wait = own[index]
+            else:
+                demands, wait = _interpolate(series_points.get(thread_key(row), points), _load_axis(_population(row)))
             result = _solve(row, demands, wait)
             predictions.append(_prediction(row, config_columns, bool(is_calibration), result, demands, wait))
         if curves:
-            curve_rows += _curves(group, points, config_columns, ignored)
+            curve_rows += _curves(group, points, series_points, thread_key, config_columns)
     if curves:
         return predictions, pd.DataFrame(curve_rows)
     return predictions
@@ -178,7 +194,7 @@ def predict_configurations(
 CURVE_POINTS = 7
 
 
-def _curves(group: pd.DataFrame, points: list, config_columns, ignored) -> list[dict]:
+def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, config_columns) -> list[dict]:
     """The model over the group's population range, per setting of the thread counts: X(N) at a
     few populations from 1 to the largest measured, and the processors' bound m / C(N)."""
     rows = []
@@ -190,7 +206,7 @@ def _curves(group: pd.DataFrame, points: list, config_columns, ignored) -> list[
         for clients in grid:
             row = first.copy()
             row["clients"], row["pipeline"] = clients, 1
-            demands, wait = _interpolate(points, _load_axis(clients))
+            demands, wait = _interpolate(series_points.get(thread_key(first), points), _load_axis(clients))
             result = _solve(row, demands, wait)
             cpu_s = sum(demands.get(name, 0.0) for name in _DEMANDS) * 1e-6
             rows.append({
@@ -220,10 +236,14 @@ def _points_by_population(group: pd.DataFrame, own: dict) -> list:
     return points
 
 
-def _interpolate(points: list, log_n: float) -> tuple[dict, float]:
+def _interpolate(points: list, axis: float) -> tuple[dict, float]:
+    """Demands linear in 1/N (`_load_axis`); the off-processor wait linear in N: it is time
+    spent waiting to be woken and scheduled, which grows with the threads the load keeps
+    runnable (on `make demo` with 32 workers it went from 31 µs at 2 clients to 163 µs at 32)."""
     xs = [p[0] for p in points]
-    demands = {name: float(np.interp(log_n, xs, [p[1][name] for p in points])) for name in _DEMANDS}
-    return demands, float(np.interp(log_n, xs, [p[2] for p in points]))
+    demands = {name: float(np.interp(axis, xs, [p[1][name] for p in points])) for name in _DEMANDS}
+    populations = [-1.0 / x for x in xs]
+    return demands, float(np.interp(-1.0 / axis, populations, [p[2] for p in points]))
 
 
 def _prediction(row, config_columns, calibration: bool, result: SharedCpuResult, demands: dict, wait: float):
