@@ -121,8 +121,11 @@ def _littles_law_middleware(run_id: str, mw: pd.Series, tolerance: float) -> Che
     x, r = float(mw["throughput"]), float(mw["response_ms"]) / 1000
     # Twice the tolerance: the pool engine counts a request in when its net thread queues it, while
     # R starts at the request's first byte, which may wait for the client's previous job to return.
+    detail = f"N sampled = {inside:.2f}"
+    if mw.get("engine") == "pool":
+        detail += " (pool: counted from the queue, R from the first byte)"
     return _ratio_check("Little's law inside memrelay", run_id, x * r / inside if inside > 0 else math.nan,
-                        2 * tolerance, "X·R / N = 1", f"N sampled = {inside:.2f}")
+                        2 * tolerance, "X·R / N = 1", detail)
 
 
 def _flow_clients_middleware(run_id: str, clients: pd.Series, mw: pd.Series, tolerance: float) -> Check:
@@ -179,8 +182,7 @@ def _interval_widths(clients: pd.DataFrame, target: float, level: float, config_
             detail = f"{values.size} repetitions"
             if relative > target:
                 factor = (relative / target) ** 2
-                detail += (f"; about {math.ceil(values.size * factor)} repetitions, or runs {factor:.1f}× as long, "
-                           f"would reach ±{target:.0%}")
+                detail += f"; ±{target:.0%} needs ~{math.ceil(values.size * factor)} or {factor:.1f}× longer runs"
             checks.append(Check(name, scope, relative, f"half width ≤ {target:.0%} of the mean",
                                 relative <= target, detail))
     return checks

@@ -35,7 +35,7 @@ def checks_section(results, summary: ResultsSummary, tolerance: float) -> Sectio
     ]
     items = [Table("checks_summary", "Checks: how many passed, failed and could not be made", counts)]
     if not failed.empty:
-        shown = failed[["check", "scope", "value", "expected", "detail"]].copy()
+        shown = failed[["check", "scope", "value", "detail"]].copy()
         shown["value"] = [f"{v:,.3f}" if math.isfinite(v) else "–" for v in shown["value"]]
         items.append(Table("checks_failed", "Failed checks", shown.reset_index(drop=True), csv=failed))
     skipped = frame[frame["verdict"] == "skipped"]
