@@ -25,7 +25,8 @@ measured throughput (a one-dimensional root; zero when the model is already slow
 Configurations are grouped by every parameter except the population (clients and its factors)
 and the thread counts (workers: a thread count changes a stage's threads, not the processor
 time a request costs). Within a group the demands and z of the calibration configurations are
-interpolated linearly in 1/N (constant beyond the ends; `_load_axis` says why) to every other
+interpolated (constant beyond the ends) along 1/N for the pool engine and 1/sqrt(N) for the
+evented one (`_load_axis` says why), and z linearly in N, to every other
 configuration, which the model then predicts: along its own thread count when that was
 calibrated at two populations (z, the wait a pool holds, differs with the pool's size: 38 µs
 with 4 workers, 163 µs with 32 on `make demo` at 32 clients), else averaged over the thread
@@ -181,7 +182,9 @@ def predict_configurations(
             if is_calibration:
                 demands, wait = own[index]
             else:
-                demands, wait = _interpolate(series_points.get(thread_key(row), points), _load_axis(_population(row)))
+                demands, wait = _interpolate(
+                    series_points.get(thread_key(row), points), _population(row), row.get("engine")
+                )
             result = _solve(row, demands, wait)
             predictions.append(_prediction(row, config_columns, bool(is_calibration), result, demands, wait))
         if curves:
@@ -206,7 +209,7 @@ def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, 
         for clients in grid:
             row = first.copy()
             row["clients"], row["pipeline"] = clients, 1
-            demands, wait = _interpolate(series_points.get(thread_key(first), points), _load_axis(clients))
+            demands, wait = _interpolate(series_points.get(thread_key(first), points), clients, first.get("engine"))
             result = _solve(row, demands, wait)
             cpu_s = sum(demands.get(name, 0.0) for name in _DEMANDS) * 1e-6
             rows.append({
@@ -216,34 +219,37 @@ def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, 
     return rows
 
 
-def _load_axis(population: int) -> float:
-    """Where a population lies on the axis demands are interpolated along: -1/N. Processor time
-    per request falls with load as a per-wake-up cost is shared by the requests a thread finds
-    waiting, c(N) = c_inf + a / N: linear in 1/N (on `make demo` this reproduced the measured
-    demands at 8 and 16 clients from those at 2 and 32 within 7%, where log N was 14% off)."""
-    return -1.0 / population
+def _load_axis(population: int, engine: object) -> float:
+    """Where a population lies on the axis demands are interpolated along. Processor time per
+    request falls with load as a per-wake-up cost is shared by the requests a thread finds
+    waiting. A pool worker or the net thread wakes per request and finds the queue's backlog:
+    c(N) = c_inf + a / N, linear in 1/N (on `make demo` this reproduced the measured demands at 8
+    and 16 clients from those at 2 and 32 within 7%, log N 14% off). An event loop batches what
+    arrived while it worked, which grows more slowly with N: linear in 1/sqrt(N) (an evented
+    run: 3% and 2% off at 8 and 16 clients, where 1/N was 14% and 10% off)."""
+    return -1.0 / math.sqrt(population) if engine == "evented" else -1.0 / population
 
 
 def _points_by_population(group: pd.DataFrame, own: dict) -> list:
-    """(-1/N, demands, z) per calibrated population, averaged over the thread counts at it."""
+    """(N, demands, z) per calibrated population, averaged over the thread counts at it."""
     by_population: dict[int, list] = {}
     for index, (demands, wait) in own.items():
         by_population.setdefault(_population(group.loc[index]), []).append((demands, wait))
     points = []
     for population, items in sorted(by_population.items()):
         demands = {name: float(np.mean([d[name] for d, _ in items])) for name in _DEMANDS}
-        points.append((_load_axis(population), demands, float(np.mean([w for _, w in items]))))
+        points.append((population, demands, float(np.mean([w for _, w in items]))))
     return points
 
 
-def _interpolate(points: list, axis: float) -> tuple[dict, float]:
-    """Demands linear in 1/N (`_load_axis`); the off-processor wait linear in N: it is time
-    spent waiting to be woken and scheduled, which grows with the threads the load keeps
-    runnable (on `make demo` with 32 workers it went from 31 µs at 2 clients to 163 µs at 32)."""
-    xs = [p[0] for p in points]
-    demands = {name: float(np.interp(axis, xs, [p[1][name] for p in points])) for name in _DEMANDS}
-    populations = [-1.0 / x for x in xs]
-    return demands, float(np.interp(-1.0 / axis, populations, [p[2] for p in points]))
+def _interpolate(points: list, population: int, engine: object) -> tuple[dict, float]:
+    """Demands along `_load_axis`; the off-processor wait linear in N: it is time spent waiting
+    to be woken and scheduled, which grows with the threads the load keeps runnable (on `make
+    demo` with 32 workers it went from 31 µs at 2 clients to 163 µs at 32)."""
+    axis = [_load_axis(p[0], engine) for p in points]
+    at = _load_axis(population, engine)
+    demands = {name: float(np.interp(at, axis, [p[1][name] for p in points])) for name in _DEMANDS}
+    return demands, float(np.interp(population, [p[0] for p in points], [p[2] for p in points]))
 
 
 def _prediction(row, config_columns, calibration: bool, result: SharedCpuResult, demands: dict, wait: float):
