@@ -212,9 +212,12 @@ def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, 
             demands, wait = _interpolate(series_points.get(thread_key(first), points), clients, first.get("engine"))
             result = _solve(row, demands, wait)
             cpu_s = sum(demands.get(name, 0.0) for name in _DEMANDS) * 1e-6
+            # Jain ch. 33's asymptotic bounds: X <= N / D (no queueing: every demand and the wait
+            # once) and X <= m / C (the processors saturated).
             rows.append({
                 "series": label, "clients": clients, "throughput": result.throughput,
                 "processor_bound": int(row.get("cores", 1) or 1) / cpu_s if cpu_s > 0 else math.nan,
+                "population_bound": clients / (cpu_s + wait) if cpu_s + wait > 0 else math.nan,
             })
     return rows
 

@@ -1,7 +1,7 @@
 """The report's "Predictions" section: demands calibrated on some configurations predict the
 others (`analysis._predict`): predicted against measured with the errors, the bottleneck each
-configuration's utilizations name, and the model over the population range with the processors'
-bound."""
+configuration's utilizations name, and the model over the population range with its asymptotic
+bounds."""
 
 from __future__ import annotations
 
@@ -86,7 +86,8 @@ def _curves_plot(curves: pd.DataFrame, table: pd.DataFrame) -> bytes | None:
     figure, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     for (label, frame), color in zip(curves.groupby("series", sort=False), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
         ax.plot(frame["clients"], frame["throughput"], color=color, label=f"model, {label}")
-        ax.plot(frame["clients"], frame["processor_bound"], color=color, linestyle=":", alpha=0.6)
+        bound = frame[["population_bound", "processor_bound"]].min(axis=1)
+        ax.plot(frame["clients"], bound, color=color, linestyle=":", alpha=0.6)
         column, value = label.split("=", 1) if "=" in label else (None, None)
         measured = table if column is None else table[table[column].astype(str) == value]
         error = measured.get("throughput_half_width")
@@ -94,7 +95,7 @@ def _curves_plot(curves: pd.DataFrame, table: pd.DataFrame) -> bytes | None:
                     color=color, marker="o", linestyle="none", capsize=3, label=f"measured, {label}")
     ax.set_xlabel("clients")
     ax.set_ylabel("throughput (requests/s)")
-    ax.set_title("Model (lines), processors' bound m / C (dotted), measurements (95% CI)")
+    ax.set_title("Model (lines), bounds min(N/D, m/C) (dotted), measured (95% CI)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
