@@ -46,6 +46,7 @@ FIGURES = {
     "factorial_variation",
     "mva",
     "predictions_curves",
+    "mixed_workload",
 }
 CHROMIUM_FLAGS = [
     "--headless",

@@ -4,6 +4,7 @@ interactive-law and factorial tables. Reads `results` and `theory`; never loads 
 from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
+from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
 from ._network import Demands, NetworkModel, build_centers, measured_demands, network_model
@@ -28,6 +29,7 @@ __all__ = [
     "factorial_results",
     "interactive_law_table",
     "measured_demands",
+    "mixed_workload_table",
     "mm_tables",
     "model_metric_table",
     "models_from_summary",

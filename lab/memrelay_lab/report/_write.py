@@ -43,6 +43,7 @@ from pathlib import Path
 from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
 from ._checks_section import checks_section
+from ._mixed_section import mixed_section
 from ._predict_section import predictions_section
 from . import _sections as sections_of
 from ._document import Table
@@ -90,6 +91,7 @@ def write_report(
         sections_of.breakdown_section(summary),
         sections_of.percentiles_section(summary),
         sections_of.keys_section(summary),
+        mixed_section(summary),
         sections_of.interactive_section(summary, tolerance, think_time_ms),
         sections_of.factorial_section(summary),
         sections_of.models_section(summary, notes),
