@@ -28,7 +28,7 @@ def test_the_sampled_cpu_time_is_what_the_process_itself_counted():
     try:
         before = float(child.stdout.readline())
         now = time.time()
-        sampler = CpuSampler({"server-0": child.pid}, start=now + 0.1, end=now + 3.0)
+        sampler = CpuSampler({"server-0": child.pid}, start=now + 0.1, end=now + 6.0)
         sampler.begin()
         time.sleep(0.3)  # after the first snapshot
         child.stdin.write("go\n")
