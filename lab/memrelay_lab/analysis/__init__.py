@@ -4,6 +4,7 @@ interactive-law and factorial tables. Reads `results` and `theory`; never loads 
 from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
+from ._max_throughput import MaxThroughput, max_throughput
 from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
@@ -15,6 +16,7 @@ from ._tables import interactive_law_table, model_metric_table
 __all__ = [
     "DEFAULT_CHECK_TARGET",
     "Check",
+    "MaxThroughput",
     "Demands",
     "FactorialPlan",
     "MMTables",
@@ -28,6 +30,7 @@ __all__ = [
     "factorial_factors",
     "factorial_results",
     "interactive_law_table",
+    "max_throughput",
     "measured_demands",
     "mixed_workload_table",
     "mm_tables",

@@ -43,6 +43,7 @@ from pathlib import Path
 from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
 from ._checks_section import checks_section
+from ._max_throughput_section import max_throughput_section
 from ._mixed_section import mixed_section
 from ._predict_section import predictions_section
 from . import _sections as sections_of
@@ -87,6 +88,7 @@ def write_report(
     sections = [
         sections_of.overview(results, summary),
         sections_of.configurations(summary),
+        max_throughput_section(summary),
         sections_of.throughput_section(summary),
         sections_of.breakdown_section(summary),
         sections_of.percentiles_section(summary),
