@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from .._values import configuration_label
+from .._values import configuration_label, plain
 from ..theory import SharedCpuResult, Stage, shared_cpu_network
 from ._inputs import POPULATION_COLUMNS
 
@@ -262,7 +262,7 @@ def _prediction(row, config_columns, calibration: bool, result: SharedCpuResult,
             utilizations[name] = stage["thread_utilization"]
     busiest = max(utilizations, key=utilizations.__getitem__)
     bottleneck = busiest if utilizations[busiest] >= LATENCY_BOUND else "none (latency-bound)"
-    parameters = {c: _plain(row[c]) for c in config_columns}
+    parameters = {c: plain(row[c]) for c in config_columns}
     measured = {
         "throughput": float(row["throughput"]),
         "response_ms": float(row["response_ms"]),
@@ -279,16 +279,6 @@ def _prediction(row, config_columns, calibration: bool, result: SharedCpuResult,
         "method": result.method,
     }
     return Prediction(parameters, calibration, predicted, measured)
-
-
-def _plain(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    return value
 
 
 def predictions_frame(predictions: Sequence[Prediction]) -> pd.DataFrame:
@@ -309,7 +299,3 @@ def predictions_frame(predictions: Sequence[Prediction]) -> pd.DataFrame:
             "bottleneck": p.predicted["bottleneck"],
         })
     return pd.DataFrame(rows)
-
-
-def describe(prediction: Prediction, columns: Sequence[str]) -> str:
-    return configuration_label(prediction.parameters, columns)

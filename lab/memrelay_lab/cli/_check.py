@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+from .._values import jsonable
 from ..analysis import checks_frame, consistency_checks, net_thread_utilization_checks
 from ..results import load, summarize
 from ._output import CliError, output_options
@@ -53,11 +54,8 @@ def _run_check(args: argparse.Namespace) -> int:
         print(_table(frame))
         print(f"\n{len(frame)} checks: {failed} failed, {int((frame['verdict'] == 'skipped').sum())} skipped")
     else:
-        records = [
-            {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
-            for row in frame.to_dict(orient="records")
-        ]
-        print(json.dumps({"checks": records, "failed": failed}, indent=2, allow_nan=False))
+        document = {"checks": frame.to_dict(orient="records"), "failed": failed}
+        print(json.dumps(jsonable(document), indent=2, allow_nan=False))
     return EXIT_FAILED if failed else 0
 
 

@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+from .._values import jsonable
 from ..analysis import predict_configurations, predictions_frame
 from ..results import load, summarize
 from ._output import CliError, output_options
@@ -65,17 +66,9 @@ def _run_predict(args: argparse.Namespace) -> int:
     if args.format == "table":
         print(_table(predictions_frame(predictions), summary.display_columns))
     else:
-        document = {"configurations": [_finite(p.to_dict()) for p in predictions]}
+        document = {"configurations": [jsonable(p.to_dict()) for p in predictions]}
         print(json.dumps(document, indent=2, allow_nan=False))
     return 0
-
-
-def _finite(value):
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _table(frame, columns) -> str:

@@ -291,10 +291,13 @@ def _middleware_window(raw: dict, load_start: float, keep_from: float, keep_to: 
     return window
 
 
+# The per-window counts (with the `_sum_us` sums, what windows add up and a part of a window has
+# a share of; means are derived from them).
+_COUNTS = ("count", "read_keys", "hits", "misses", "errors", "count_get", "count_multiget", "count_set")
+
+
 def _is_additive(key: str) -> bool:
-    """Counts and sums (which a part of a window has a share of), not means."""
-    return key.endswith("_sum_us") or key in (
-        "count", "read_keys", "hits", "misses", "errors", "count_get", "count_multiget", "count_set")
+    return key.endswith("_sum_us") or key in _COUNTS
 
 
 def _type_measures(types: dict[str, dict], middleware: bool = False) -> dict:
@@ -316,8 +319,7 @@ def _type_measures(types: dict[str, dict], middleware: bool = False) -> dict:
 
 
 def _add_measures(group: list[dict]) -> dict:
-    summed = {key: sum(w[key] for w in group) for key in group[0] if key.endswith(("_sum_us",)) or key in (
-        "count", "read_keys", "hits", "misses", "errors", "count_get", "count_multiget", "count_set")}
+    summed = {key: sum(w[key] for w in group) for key in group[0] if _is_additive(key)}
     return _window_means(summed)
 
 

@@ -224,9 +224,6 @@ pub struct Window {
     pub queue_len_sum: u64,
     pub queue_len_samples: u64,
     pub queue_len_max: u64,
-    /// Requests inside memrelay, sampled by the stats thread: sum and count of the samples.
-    pub in_system_sum: u64,
-    pub in_system_samples: u64,
     pub samples: Vec<Sample>,
 }
 
@@ -244,8 +241,6 @@ impl Window {
             queue_len_sum: 0,
             queue_len_samples: 0,
             queue_len_max: 0,
-            in_system_sum: 0,
-            in_system_samples: 0,
             samples: Vec::new(),
         }
     }
@@ -259,8 +254,6 @@ impl Window {
         self.queue_len_sum = 0;
         self.queue_len_samples = 0;
         self.queue_len_max = 0;
-        self.in_system_sum = 0;
-        self.in_system_samples = 0;
         self.samples.clear();
     }
 
@@ -294,8 +287,6 @@ impl Window {
         self.queue_len_sum += other.queue_len_sum;
         self.queue_len_samples += other.queue_len_samples;
         self.queue_len_max = self.queue_len_max.max(other.queue_len_max);
-        self.in_system_sum += other.in_system_sum;
-        self.in_system_samples += other.in_system_samples;
     }
 }
 

@@ -193,11 +193,8 @@ impl StatsThread {
             if *entry.key() >= ready_before {
                 break;
             }
-            let mut window = entry.remove();
+            let window = entry.remove();
             self.written_upto = window.index + 1;
-            let (sum, count) = self.in_system.samples_of(window.index);
-            window.in_system_sum = sum;
-            window.in_system_samples = count;
             self.write_window(&window)?;
         }
         if !all {
@@ -208,6 +205,9 @@ impl StatsThread {
 
     fn write_window(&mut self, window: &Window) -> io::Result<()> {
         let length = self.clock.length.as_secs_f64();
+        // The sampler's figures for this window: requests inside memrelay (and, below, processor
+        // time by thread role).
+        let (in_system_sum, in_system_samples) = self.in_system.samples_of(window.index);
         // memrelay's processor time in this window, by thread role (the sampler read it).
         let cpu = self.in_system.cpu_of(window.index);
         for (role, seconds) in cpu.iter().flatten() {
@@ -245,10 +245,10 @@ impl StatsThread {
             "types": types,
             "queue_length_mean": mean(window.queue_len_sum, window.queue_len_samples),
             "queue_length_max": window.queue_len_max,
-            "in_system_mean": mean(window.in_system_sum, window.in_system_samples),
+            "in_system_mean": mean(in_system_sum, in_system_samples),
             "cpu_s": cpu.as_ref().map(|roles| by_role(roles)),
             "response_hdr": response_hdr(window),
-            "in_system_samples": window.in_system_samples,
+            "in_system_samples": in_system_samples,
             "per_server_requests": window.per_server,
             "per_server_failures": window.per_server_failures,
         });
