@@ -70,3 +70,52 @@ def test_a_real_run_records_what_memcached_counted_itself(report_results):
             own = sum(float(after[k]) - float(before[k]) for k in ("rusage_user", "rusage_system"))
             # The lab's snapshots and memcached's stats are taken a few milliseconds apart.
             assert sampled[f"server-{j}"]["cpu_s"] == pytest.approx(own, rel=0.1, abs=0.03), record["id"]
+            # memcached counts the protocol bytes it read and wrote itself: the TCP payload.
+            for ours, theirs in (("received_bytes", "bytes_read"), ("sent_bytes", "bytes_written")):
+                counted = float(after[theirs]) - float(before[theirs])
+                assert sampled[f"server-{j}"][ours] == pytest.approx(counted, rel=0.05), (record["id"], ours)
+
+
+NET_CHILD = """
+import socket, sys
+peer = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+sys.stdin.readline()                             # go
+peer.sendall(b"x" * 100_000)
+received = 0
+while received < 7_777:
+    received += len(peer.recv(65536))
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
+    """The reference is the payload the test itself exchanged with the child over TCP."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    child = subprocess.Popen(
+        [sys.executable, "-c", NET_CHILD, str(listener.getsockname()[1])],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        peer, _ = listener.accept()
+        now = time.time()
+        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 1.5)
+        sampler.begin()
+        time.sleep(0.4)  # after the first snapshot
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        received = 0
+        while received < 100_000:
+            received += len(peer.recv(65536))
+        peer.sendall(b"y" * 7_777)
+        assert child.stdout.readline().strip() == "done"
+        document = sampler.finish()
+    finally:
+        child.kill()
+        child.wait()
+        listener.close()
+    record = document["processes"]["client-0-0"]
+    assert record["sent_bytes"] == 100_000
+    assert record["received_bytes"] == 7_777

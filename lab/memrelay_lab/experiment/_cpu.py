@@ -6,7 +6,9 @@ process's user and system time (and, per thread, of memrelay's threads, by threa
 thread, the workers, the event loops) when the kept interval starts (the load's start plus the
 warm-up) and when it ends (the test time minus the cool-down), the same interval the clients'
 throughput is averaged over; `cpu.json` in the run folder holds the differences, the machine's
-cores and the cores this process may use.
+cores and the cores this process may use. Each snapshot also takes the bytes every process has
+sent and received over TCP (`_tcp_bytes`), so cpu.json holds each process's network traffic
+over the same interval (``received_bytes``, ``sent_bytes``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from ._tcp_bytes import tcp_bytes
 
 __all__ = ["CpuSampler", "machine_cores", "role_of", "thread_role"]
 
@@ -53,6 +57,7 @@ def thread_role(thread_name: str) -> str:
 class _Snapshot:
     at: float
     process: dict[str, float]  # name -> user + system seconds
+    network: dict[str, tuple[int, int]]  # name -> (bytes received, bytes sent) over TCP
     threads: dict[str, dict[str, float]]  # name -> thread name -> seconds
 
 
@@ -67,7 +72,7 @@ def _snapshot(pids: dict[str, int]) -> _Snapshot:
                 threads[name] = _thread_times(proc)
         except psutil.Error:
             continue  # gone: the run's own checks report it
-    return _Snapshot(time.time(), process, threads)
+    return _Snapshot(time.time(), process, tcp_bytes(pids), threads)
 
 
 def _thread_times(proc: psutil.Process) -> dict[str, float]:
@@ -119,6 +124,9 @@ class CpuSampler:
             if name not in first.process:
                 continue
             record = {"role": role_of(name), "cpu_s": round(seconds - first.process[name], 6)}
+            if name in first.network and name in last.network:
+                record["received_bytes"] = last.network[name][0] - first.network[name][0]
+                record["sent_bytes"] = last.network[name][1] - first.network[name][1]
             if name in last.threads:
                 record["threads"] = {
                     thread: round(t - first.threads.get(name, {}).get(thread, 0.0), 6)

@@ -13,6 +13,7 @@ from ._histograms import (
 )
 from ._load import Results, load
 from ._memcached_stats import parse_stats
+from ._request_log import request_log
 from ._summary import POPULATION, ResultsSummary, summarize
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     "merged_client_hdr",
     "parse_stats",
     "percentile_columns",
+    "request_log",
     "summarize",
 ]

@@ -128,6 +128,16 @@ class HdrHistogram:
         lows, highs = self.values(), self.highest_equivalent()
         return float(((lows + highs + 1) / 2 * self.counts).sum() / total)
 
+    def std(self) -> float:
+        """Standard deviation over bucket midpoints (HdrHistogram's getStdDeviation); NaN when
+        empty."""
+        total = self.total
+        if total == 0:
+            return math.nan
+        middles = (self.values() + self.highest_equivalent() + 1) / 2
+        mean = float((middles * self.counts).sum() / total)
+        return float(math.sqrt(((middles - mean) ** 2 * self.counts).sum() / total))
+
 
 def _decode_counts(payload: bytes) -> list[int]:
     counts: list[int] = []

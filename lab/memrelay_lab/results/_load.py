@@ -12,6 +12,10 @@
 - ``servers``: one row per run and memcached server, the change of its ``stats`` counters over
   the load phase (memcached counts every key of a multi-get in cmd_get) and the requests the
   middlewares sent it.
+- ``processes``: one row per run and process it started (server-J, middleware-K,
+  client-M-I) from the run's cpu.json: ``role``, ``cpu_s`` (processor time over the kept
+  interval), ``cpu_utilization`` (cores busy: processor seconds per second), and, when the run
+  sampled them, ``received_bytes_per_s`` and ``sent_bytes_per_s`` (TCP payload).
 - ``status``: one row per planned run with its status (completed, failed, interrupted,
   pending) and the reason of a failure.
 - ``manifest``: the manifest as a dict; ``histogram(run_id, source)`` the response-time
@@ -91,6 +95,7 @@ class Results:
     windows: pd.DataFrame
     servers: pd.DataFrame
     status: pd.DataFrame
+    processes: pd.DataFrame = field(default_factory=pd.DataFrame)
     _histograms: dict = field(default_factory=dict, repr=False)
 
     def histogram(self, run_id: str, source: str = "clients", bucket_us: int = 100,
@@ -139,7 +144,7 @@ def load(results_dir: str | Path) -> Results:
     manifest = _read_json(path / "manifest.json")
     experiment = manifest["experiment"]
     configurations = {c["index"]: c for c in manifest["configurations"]}
-    rows, windows, servers, status = [], [], [], []
+    rows, windows, servers, status, processes = [], [], [], [], []
     for record in manifest["runs"]:
         config = configurations[record["configuration"]]
         identity = {
@@ -158,6 +163,8 @@ def load(results_dir: str | Path) -> Results:
         rows += [{**identity, **row} for row in run_rows]
         windows += [{**identity, **window} for window in run_windows]
         servers += [{**identity, **row} for row in _read_servers(path, record)]
+        if record["files"].get("cpu"):
+            processes += [{**identity, **row} for row in _process_rows(_read_json(path / record["files"]["cpu"]))]
     return Results(
         path=path,
         manifest=manifest,
@@ -165,6 +172,7 @@ def load(results_dir: str | Path) -> Results:
         windows=pd.DataFrame(windows),
         servers=pd.DataFrame(servers),
         status=pd.DataFrame(status),
+        processes=pd.DataFrame(processes),
     )
 
 
@@ -183,6 +191,7 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
     client_row["source"] = "clients"
     merged = _client_histogram(path, record, None)
     client_row.update(_percentiles(lambda q: merged.value_at_quantile(q) if merged else math.nan))
+    client_row["response_std_ms"] = merged.std() / 1000 if merged else math.nan
     client_row["count_total"] = sum(b["totals"]["count"] for b in benches)
     client_row["errors_total"] = sum(b["totals"]["errors"] for b in benches)
     client_row["duration_s"] = max(b["duration_s"] for b in benches)
@@ -204,6 +213,7 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
             # The windows' HdrHistograms: trimmed like the means, exact to 3 significant digits.
             kept_hdrs.append(hdr)
             row.update(_percentiles(hdr.value_at_quantile))
+            row["response_std_ms"] = hdr.std() / 1000
         else:
             bucket_list = [(lower, count) for _, lower, count in _summary_buckets(summary, None)]
             buckets.append(bucket_list)
@@ -223,6 +233,7 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
             for other in kept_hdrs[1:]:
                 merged = merged.merged(other)
             combined.update(_percentiles(merged.value_at_quantile))
+            combined["response_std_ms"] = merged.std() / 1000
         else:
             merged_buckets = [item for bucket_list in buckets for item in bucket_list]
             combined.update(_percentiles(lambda q, h=bucket_histogram(merged_buckets): h.percentile(100 * q)))
@@ -308,6 +319,8 @@ def _type_measures(types: dict[str, dict], middleware: bool = False) -> dict:
         t = types.get(kind, {"count": 0})
         measures[f"count_{kind}"] = t["count"]
         measures[f"response_{kind}_sum_us"] = t["count"] * (t.get("response_us_mean") or 0.0)
+        if middleware:
+            measures[f"queue_{kind}_sum_us"] = t["count"] * (t.get("queue_us_mean") or 0.0)
     measures["count"] = count
     measures["read_keys"] = sum(types[k]["keys"] for k in ("get", "multiget") if k in types)
     for name in ("hits", "misses", "errors"):
@@ -354,6 +367,8 @@ def _summarise(series: list[dict]) -> dict:
         "response_get_ms": mean_ms("response_get_sum_us", total("count_get")),
         "response_multiget_ms": mean_ms("response_multiget_sum_us", total("count_multiget")),
         "response_set_ms": mean_ms("response_set_sum_us", total("count_set")),
+        **{f"queue_{kind}_ms": mean_ms(f"queue_{kind}_sum_us", total(f"count_{kind}"))
+           for kind in _TYPES if kept and f"queue_{kind}_sum_us" in kept[0]},
         "queue_ms": mean_ms("queue_sum_us", count) if kept and "queue_sum_us" in kept[0] else math.nan,
         "service_ms": mean_ms("service_sum_us", count) if kept and "service_sum_us" in kept[0] else math.nan,
         "queue_length": (sum(w["queue_length"] * w["length_s"] for w in kept) / seconds
@@ -381,8 +396,10 @@ def _combine_middleware_rows(rows: list[dict]) -> dict:
     for key, weight in (("response_ms", "count"), ("queue_ms", "count"), ("service_ms", "count")):
         combined[key] = _weighted([(r[key], r[weight]) for r in rows])
     for kind in _TYPES:
-        combined[f"response_{kind}_ms"] = _weighted(
-            [(r[f"response_{kind}_ms"], r[f"throughput_{kind}"] * r["kept_s"]) for r in rows])
+        for name in ("response", "queue"):
+            if f"{name}_{kind}_ms" in rows[0]:
+                combined[f"{name}_{kind}_ms"] = _weighted(
+                    [(r[f"{name}_{kind}_ms"], r[f"throughput_{kind}"] * r["kept_s"]) for r in rows])
     combined["queue_length"] = float(np.mean([r["queue_length"] for r in rows]))
     # Requests inside all the middlewares together, as their summed throughput is.
     combined["in_system"] = float(sum(r.get("in_system", math.nan) for r in rows))
@@ -519,6 +536,20 @@ def _cpu_measures(document: dict, throughput: float) -> dict:
     measures["cpu_cores_busy"] = sum(by_role.values()) / seconds
     measures["cores"] = document["cores"]["usable"]
     return measures
+
+
+def _process_rows(document: dict) -> list[dict]:
+    """One row per process of a run's cpu.json: its processor and network use per second."""
+    start, end = document["interval_unix"]
+    seconds = max(end - start, 1e-9)
+    rows = []
+    for name, record in document["processes"].items():
+        row = {"process": name, "role": record["role"], "cpu_s": record["cpu_s"],
+               "cpu_utilization": record["cpu_s"] / seconds}
+        for key in ("received_bytes", "sent_bytes"):
+            row[f"{key}_per_s"] = record[key] / seconds if key in record else math.nan
+        rows.append(row)
+    return rows
 
 
 def _read_json(path: Path) -> Any:

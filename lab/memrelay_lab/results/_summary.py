@@ -30,12 +30,10 @@ parameters, one line per combination.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -44,6 +42,7 @@ from .._values import configuration_label
 from ..experiment import PARAMETERS
 from ..theory import mean_confidence_interval
 from ._histograms import PERCENTILES, merged_buckets, merged_client_hdr, percentile_columns
+from ._request_log import request_log
 
 __all__ = ["POPULATION", "ResultsSummary", "summarize"]
 
@@ -65,6 +64,7 @@ CLIENT_MEASURES = (
     "miss_rate",
     "keys_per_request",
     "error_rate",
+    "response_std_ms",
 )
 MIDDLEWARE_MEASURES = (
     "throughput",
@@ -76,6 +76,16 @@ MIDDLEWARE_MEASURES = (
     "in_system",
     "miss_rate",
     "error_rate",
+    "response_std_ms",
+    "throughput_get",
+    "throughput_multiget",
+    "throughput_set",
+    "response_get_ms",
+    "response_multiget_ms",
+    "response_set_ms",
+    "queue_get_ms",
+    "queue_multiget_ms",
+    "queue_set_ms",
 )
 DERIVED = ("mw_other_ms", "network_ms")
 IDENTITY = ("experiment", "profile", "run_id", "configuration", "repetition", "source")
@@ -204,35 +214,12 @@ def _request_log_split(results, run_id: str) -> tuple[float, float] | None:
     """Mean net-thread time (arrival -> enqueue) and worker's own time (dequeue -> first send
     plus last reply -> reply written), in ms, over the requests the middlewares logged
     (``request_log_sample``) inside the trimmed interval; None without a request log."""
-    record = next((r for r in results.manifest["runs"] if r["id"] == run_id), None)
-    if record is None or not record.get("files", {}).get("middlewares"):
+    kept = request_log(results, run_id)
+    if kept.empty:
         return None
-    config = next(c for c in results.manifest["configurations"] if c["index"] == record["configuration"])
-    clients = [json.loads((Path(results.path) / c["json"]).read_text()) for c in record["files"]["clients"]]
-    load_start = min(c["start_unix_s"] for c in clients)
-    net_total = worker_total = 0.0
-    count = 0
-    for files in record["files"]["middlewares"]:
-        summary_path = Path(results.path) / files["summary"]
-        log = summary_path.parent / "requests.csv"
-        if not log.is_file():
-            continue
-        frame = pd.read_csv(log)
-        if frame.empty:
-            continue
-        started = json.loads(summary_path.read_text())["started_unix"]
-        t = frame["arrival_us"] / 1e6 + started - load_start
-        kept = frame[(t >= config["warmup"]) & (t <= config["test_time"] - config["cooldown"])]
-        if kept.empty:
-            kept = frame
-        net_total += float((kept["enqueue_us"] - kept["arrival_us"]).sum())
-        worker_total += float(
-            ((kept["first_send_us"] - kept["dequeue_us"]) + (kept["reply_written_us"] - kept["last_reply_us"])).sum()
-        )
-        count += len(kept)
-    if count == 0:
-        return None
-    return net_total / count / 1e3, worker_total / count / 1e3
+    net = (kept["enqueue_us"] - kept["arrival_us"]).mean()
+    worker = ((kept["first_send_us"] - kept["dequeue_us"]) + (kept["reply_written_us"] - kept["last_reply_us"])).mean()
+    return float(net) / 1e3, float(worker) / 1e3
 
 
 def _swept(runs: pd.DataFrame) -> list[str]:
