@@ -76,6 +76,7 @@ def test_percentiles_are_order_statistics_below_2048(samples):
         rank = max(math.ceil(q * len(ordered)), 1)
         assert histogram.value_at_quantile(q) == ordered[rank - 1]
     assert histogram.mean() == pytest.approx(np.mean(samples) + 0.5)  # bucket midpoints of width 1
+    assert histogram.std() == pytest.approx(np.std(samples), abs=1e-9)  # shifting by 0.5 keeps the spread
 
 
 def test_merging_adds_counts():

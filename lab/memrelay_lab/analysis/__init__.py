@@ -12,8 +12,13 @@ from ._network import Demands, NetworkModel, build_centers, measured_demands, ne
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
+from ._time_distributions import REQUEST_TIMES, distribution_statistics, logged_requests, time_distributions
 
 __all__ = [
+    "REQUEST_TIMES",
+    "distribution_statistics",
+    "logged_requests",
+    "time_distributions",
     "DEFAULT_CHECK_TARGET",
     "Check",
     "MaxThroughput",

@@ -11,7 +11,9 @@ m / S (the measured service time divided by the worker count). ``service_rate="p
 seed 000's rule: mu = the highest throughput measured in the configuration's group (per
 middleware) for M/M/1, divided by m for M/M/m. Measured counterparts: response time R_mw,
 waiting time T_queue, jobs in the queue = memrelay's mean queue length, jobs in the system
-= lambda R_mw (Little's law).
+= lambda R_mw (Little's law), variance of the response time = the variance of single
+response times in the middlewares' HdrHistograms (kept windows; seed 000 Table 31). The model
+tables carry P(≥ 5) and P(≥ 10) jobs in the system (seed 000 Tables 22-26).
 A configuration with rho >= 1 has no steady state: its predicted metrics are NaN and
 ``stable`` is False.
 """
@@ -81,6 +83,8 @@ _MM_METRICS = (
     ("servers", "Number of servers m", 1.0),
     ("traffic_intensity", "Traffic intensity ρ", 1.0),
     ("prob_zero_jobs", "Prob. of 0 jobs in system", 1.0),
+    ("prob_at_least_5", "Prob. of ≥ 5 jobs in system", 1.0),
+    ("prob_at_least_10", "Prob. of ≥ 10 jobs in system", 1.0),
     ("prob_queueing", "Prob. of queueing", 1.0),
     ("mean_jobs_in_system", "Mean # of jobs in system", 1.0),
     ("var_jobs_in_system", "Var. of # of jobs in system", 1.0),
@@ -141,6 +145,8 @@ def mm_tables(
                     value = lam / (servers * mu) if mu and np.isfinite(mu) else math.nan
                 elif result is None:
                     value = math.nan
+                elif key.startswith("prob_at_least_"):
+                    value = result.prob_at_least_jobs(int(key.rsplit("_", 1)[1]))
                 else:
                     value = getattr(result, key) * scale
                 sink.append({**config, "metric": label, "value": value})
@@ -165,10 +171,13 @@ def mm_tables(
             comparison[f"waiting_time_ms_{model}"] = result.mean_waiting_time * 1e3 if result else math.nan
             comparison[f"queue_length_{model}"] = result.mean_jobs_in_queue if result else math.nan
             comparison[f"jobs_in_system_{model}"] = result.mean_jobs_in_system if result else math.nan
+            comparison[f"var_response_ms2_{model}"] = result.var_response_time * 1e6 if result else math.nan
         comparison["response_ms_measured"] = r_mw
         comparison["waiting_time_ms_measured"] = float(row["mw_queue_ms"])
         comparison["queue_length_measured"] = float(row.get("mw_queue_length", math.nan))
         comparison["jobs_in_system_measured"] = lam * r_mw * MS
+        # The variance of single response times, from the middlewares' HdrHistograms.
+        comparison["var_response_ms2_measured"] = float(row.get("mw_response_std_ms", math.nan)) ** 2
         comparison_rows.append(comparison)
     return MMTables(
         service_rate=service_rate,

@@ -94,7 +94,7 @@ def _tick(value: float, _position: object) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:g}"
 
 
-def _series(table: pd.DataFrame, x: str, by: Sequence[str]):
+def series_frames(table: pd.DataFrame, x: str, by: Sequence[str]):
     """(label, rows sorted by x) for each combination of the `by` columns."""
     if not by:
         yield "all", table.sort_values(x)
@@ -128,7 +128,7 @@ def _line_plot(
     if column not in table or table[x].nunique() < 2 or table[column].notna().sum() == 0:
         return None
     figure, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
-    for label, frame in _series(table, x, by):
+    for label, frame in series_frames(table, x, by):
         frame = frame[frame[column].notna()]
         if not frame.empty:
             _errorbar(ax, frame, x, column, label, scale)
@@ -172,7 +172,7 @@ def time_breakdown_plot(table: pd.DataFrame, x: str, by: Sequence[str], level: f
     """Queue / servers / rest of middleware / network time against x; a panel per series."""
     if table[x].nunique() < 2 or "mw_queue_ms" not in table or table["mw_queue_ms"].notna().sum() == 0:
         return None
-    series = [(label, frame) for label, frame in _series(table, x, by) if frame["mw_queue_ms"].notna().any()]
+    series = [(label, frame) for label, frame in series_frames(table, x, by) if frame["mw_queue_ms"].notna().any()]
     series = series[:MAX_PANELS]
     columns = min(len(series), 2)
     rows = math.ceil(len(series) / columns)
@@ -201,7 +201,7 @@ def percentiles_plot(percentiles: pd.DataFrame, x: str, by: Sequence[str], side:
     data = percentiles[percentiles["side"] == side] if "side" in percentiles else percentiles
     if data.empty or x not in data or data[x].nunique() < 2:
         return None
-    series = list(_series(data, x, by))[:MAX_PANELS]
+    series = list(series_frames(data, x, by))[:MAX_PANELS]
     columns = min(len(series), 2)
     rows = math.ceil(len(series) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(6.5 * columns, 3.8 * rows), squeeze=False, layout="constrained")
@@ -304,7 +304,7 @@ def _measured_against_predicted(
         return None
     measured_x, predicted_x, measured_r, predicted_r = columns
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
-    for index, (label, rows) in enumerate(_series(frame, x, by)):
+    for index, (label, rows) in enumerate(series_frames(frame, x, by)):
         color = f"C{index % 10}"
         xs = rows[x].to_numpy(dtype=float)
         dashed = {"marker": "x", "linestyle": "--", "color": color}

@@ -140,6 +140,7 @@ def configurations(summary: ResultsSummary) -> Section:
 
 _MM_COMPARED = (
     ("response time (ms)", "response_ms"),
+    ("variance of response time (ms²)", "var_response_ms2"),
     ("waiting time (ms)", "waiting_time_ms"),
     ("jobs in the queue", "queue_length"),
     ("jobs in the system", "jobs_in_system"),

@@ -46,6 +46,7 @@ from ._checks_section import checks_section
 from ._max_throughput_section import max_throughput_section
 from ._mixed_section import mixed_section
 from ._predict_section import predictions_section
+from ._time_distributions_section import time_distributions_section
 from . import _sections as sections_of
 from ._document import Table
 from ._render import render_html, render_markdown
@@ -91,6 +92,7 @@ def write_report(
         max_throughput_section(summary),
         sections_of.throughput_section(summary),
         sections_of.breakdown_section(summary),
+        time_distributions_section(summary),
         sections_of.percentiles_section(summary),
         sections_of.keys_section(summary),
         mixed_section(summary),

@@ -1,0 +1,100 @@
+"""The report's "Queue and server time distributions" section (`analysis._time_distributions`,
+seed 001 §1.3): Table 4 and Figures 4-6 for the configuration that reaches the maximum
+throughput with the fewest resources, and the percentiles of queue and server time against the
+swept parameter (seed 001 Figures 9-16)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import REQUEST_TIMES, logged_requests, max_throughput, time_distributions
+from ..results import ResultsSummary
+from . import _plots
+from ._document import Figure, Section, Table
+
+_TIME_LABELS = {"total": "T_total (in the middleware)", "queue": "T_queue (request queue)",
+                "server": "T_server (in the servers)"}
+
+
+def time_distributions_section(summary: ResultsSummary) -> Section | None:
+    frame = time_distributions(summary)
+    if frame is None:
+        return None
+    chosen = _chosen_configuration(summary, frame)
+    label = summary.label(summary.table.set_index("configuration").loc[chosen].to_dict()) or "the one configuration"
+    one = frame[frame["configuration"] == chosen]
+    shown = one[["type", "time", "requests", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms"]].copy()
+    shown["time"] = shown["time"].map(_TIME_LABELS)
+    text = [
+        "Where a request's time in the middleware goes, as distributions rather than means (seed 001 §1.3): the "
+        "requests memrelay logged with their timestamps (every N-th, `request_log_sample`), inside the trimmed "
+        "interval, pooled over the repetitions. T_total runs from the request's arrival to its reply written, "
+        "T_queue is its wait in the request queue, T_server the time from its first request to a server to the "
+        "last reply. Percentiles are order statistics of the logged requests; the standard deviation beside the "
+        f"mean shows how far the tails reach. Table and histograms: {label}, the configuration reaching the "
+        "maximum throughput with the fewest resources."
+    ]
+    items: list[Table | Figure] = [
+        Table("time_distributions", f"Time distributions in the middleware, {label} (seed 001 Table 4)",
+              shown, csv=frame),
+        _histograms(logged_requests(summary, chosen), label),
+    ]
+    trend = _percentiles_plot(frame, summary)
+    if trend is not None:
+        items.append(trend)
+    return Section("Queue and server time distributions", text, items)
+
+
+def _chosen_configuration(summary: ResultsSummary, frame: pd.DataFrame) -> int:
+    logged = summary.table[summary.table["configuration"].isin(frame["configuration"])]
+    found = max_throughput(logged)
+    if found is not None:
+        return int(found.smallest["configuration"])
+    return int(logged.sort_values("throughput", ascending=False)["configuration"].iloc[0])
+
+
+def _histograms(log: pd.DataFrame, label: str) -> Figure:
+    plt = _plots.plt
+    figure, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
+    kinds = [k for k in ("get", "multiget", "set") if (log["type"] == k).any()]
+    for ax, (time, column) in zip(axes, REQUEST_TIMES.items()):
+        values_ms = log[column].to_numpy(dtype=float) / 1e3
+        # Up to the 99.5th percentile: the far tail would squeeze the body into one bar.
+        top = float(np.percentile(values_ms, 99.5)) if values_ms.size else 1.0
+        bins = np.linspace(0.0, max(top, 1e-3), 41)
+        for kind in kinds:
+            of_kind = log.loc[log["type"] == kind, column].to_numpy(dtype=float) / 1e3
+            ax.hist(np.clip(of_kind, 0, bins[-1]), bins=bins, alpha=0.6, label=kind)
+        ax.set_title(_TIME_LABELS[time], fontsize="medium")
+        ax.set_xlabel("time (ms; last bar: ≥ 99.5th percentile)")
+        ax.set_ylabel("logged requests")
+        ax.legend(fontsize="small")
+    figure.suptitle(f"Time distributions in the middleware, {label}")
+    return Figure("time_histograms", f"Histograms of T_total, T_queue and T_server, {label} (seed 001 Figures 4-6)",
+                  _plots.png_bytes(figure))
+
+
+def _percentiles_plot(frame: pd.DataFrame, summary: ResultsSummary) -> Figure | None:
+    x = summary.x
+    if x is None or x not in frame or frame[x].nunique() < 2:
+        return None
+    plt = _plots.plt
+    kinds = [k for k in ("get", "multiget", "set") if (frame["type"] == k).any()]
+    figure, axes = plt.subplots(len(kinds), 2, figsize=(10, 3.3 * len(kinds)), layout="constrained", squeeze=False)
+    for row, kind in zip(axes, kinds):
+        for ax, time in zip(row, ("queue", "server")):
+            part = frame[(frame["type"] == kind) & (frame["time"] == time)]
+            # One colour per series, one line style per percentile.
+            for colour, (series_name, group) in enumerate(_plots.series_frames(part, x, summary.series)):
+                for column, style in (("p50_ms", ":"), ("p90_ms", "--"), ("p99_ms", "-")):
+                    ax.plot(group[x], group[column], linestyle=style, marker="o", markersize=3, color=f"C{colour}",
+                            label=f"{column[:3]} {series_name}" if summary.series else column[:3])
+            ax.set_title(f"{kind}: {_TIME_LABELS[time]}", fontsize="medium")
+            ax.set_xlabel(_plots.axis_label(x))
+            ax.set_ylabel("time (ms)")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize="x-small", ncol=2)
+    return Figure("time_percentiles", "50th, 90th and 99th percentiles of queue and server time "
+                  "(seed 001 Figures 9-16)", _plots.png_bytes(figure))
