@@ -5,6 +5,7 @@ from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
 from ._max_throughput import MaxThroughput, max_throughput
+from ._mix_models import mix_models
 from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
@@ -37,6 +38,7 @@ __all__ = [
     "interactive_law_table",
     "max_throughput",
     "measured_demands",
+    "mix_models",
     "mixed_workload_table",
     "mm_tables",
     "model_metric_table",

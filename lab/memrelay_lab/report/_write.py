@@ -44,6 +44,7 @@ from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
 from ._checks_section import checks_section
 from ._max_throughput_section import max_throughput_section
+from ._mix_models_section import mix_models_section
 from ._mixed_section import mixed_section
 from ._predict_section import predictions_section
 from ._time_distributions_section import time_distributions_section
@@ -99,6 +100,7 @@ def write_report(
         sections_of.interactive_section(summary, tolerance, think_time_ms),
         sections_of.factorial_section(summary),
         sections_of.models_section(summary, notes),
+        mix_models_section(summary),
         predictions_section(summary, notes),
         checks_section(results, summary, tolerance),
     ]

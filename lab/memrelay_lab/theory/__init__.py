@@ -18,6 +18,7 @@ from ._interactive import (
     interactive_law_frame,
     think_time_from_law,
 )
+from ._mix import mix_mm1, mix_mmm, mix_service_rate
 from ._mva import AsymptoticBounds, Center, CenterKind, MVAResult, asymptotic_bounds, bottleneck, mva
 from ._queueing import DEFAULT_PERCENTILES, MM1, MMm, UnstableSystemError, mm1, mmm
 from ._shared_cpu import SharedCpuResult, Stage, exact_throughput, shared_cpu_network
@@ -58,6 +59,9 @@ __all__ = [
     "interactive_law",
     "interactive_law_frame",
     "mean_confidence_interval",
+    "mix_mm1",
+    "mix_mmm",
+    "mix_service_rate",
     "mva",
     "mm1",
     "mmm",
