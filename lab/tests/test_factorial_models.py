@@ -5,7 +5,9 @@ import math
 import pandas as pd
 import pytest
 
-from memrelay_lab.analysis._factorial_models import compare_models, extreme_levels, plot_diagnostics
+from types import SimpleNamespace
+
+from memrelay_lab.analysis import compare_models, extreme_design, extreme_levels
 
 # Jain Table 18.1: (A, B) -> three repetitions; q0 = 41, qA = 21.5, qB = 9.5, qAB = 5, SSE = 102.
 JAIN_18_1 = {(-1, -1): (15, 18, 12), (1, -1): (45, 48, 51), (-1, 1): (25, 28, 19), (1, 1): (75, 75, 81)}
@@ -20,7 +22,7 @@ def test_extreme_levels_drop_middle_level():
     assert extreme_levels(data, ["A", "B"])["y"].tolist() == [1, 3, 4, 5]
 
 
-def test_jain_example_18_1_additive_fit(tmp_path):
+def test_jain_example_18_1_additive_fit():
     data = _frame(JAIN_18_1)
     # a middle level of A that the extreme-level reduction must drop
     data = pd.concat([data, pd.DataFrame({"A": [0, 0], "B": [-1, 1], "y": [1000, 1000]})])
@@ -32,7 +34,6 @@ def test_jain_example_18_1_additive_fit(tmp_path):
     assert additive.relative_spread == pytest.approx(math.sqrt(102 / 8) / 21.5)
     assert sorted(additive.residuals.tolist()) == sorted([0, 3, -3, -3, 0, 3, 1, 4, -5, -2, -2, 4])
     assert better in ("additive", "multiplicative")
-    assert plot_diagnostics([additive, multiplicative], tmp_path / "diag.png").stat().st_size > 0
 
 
 def test_multiplicative_data_prefer_log_model():
@@ -41,3 +42,25 @@ def test_multiplicative_data_prefer_log_model():
     cells = {(a, b): tuple(10 * 2 ** (a > 0) * 5 ** (b > 0) * n for n in noise) for a in (-1, 1) for b in (-1, 1)}
     _, _, better = compare_models(_frame(cells), ["A", "B"], "y")
     assert better == "multiplicative"
+
+
+def _summary(rows, swept):
+    return SimpleNamespace(swept=swept, runs=pd.DataFrame(rows))
+
+
+def test_extreme_design_of_a_three_level_factor():
+    # servers 3, 5, 7 x writes 1, 10 (seed 002 §4), two repetitions: the design keeps 3 and 7.
+    rows = [{"servers": s, "write_fraction": w, "clients": 8, "throughput": 1000.0 * s + w + r}
+            for s in (3, 5, 7) for w in (0.01, 0.1) for r in (0, 1)]
+    design, reason = extreme_design(_summary(rows, ["servers", "write_fraction"]))
+    assert reason == "" and design.factors == ("servers", "write_fraction")
+    assert design.levels == {"servers": (3, 7), "write_fraction": (0.01, 0.1)}
+    assert design.replications == 2 and len(design.runs) == 8
+
+
+def test_extreme_design_needs_every_corner_twice():
+    rows = [{"servers": s, "workers": w, "throughput": 1.0} for s in (3, 7) for w in (8, 32)]
+    design, reason = extreme_design(_summary(rows, ["servers", "workers"]))
+    assert design is None and "r ≥ 2" in reason
+    design, reason = extreme_design(_summary(rows, ["servers"]))
+    assert design is None and "fewer than two" in reason

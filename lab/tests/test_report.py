@@ -47,6 +47,12 @@ FIGURES = {
     "mva",
     "predictions_curves",
     "mixed_workload",
+    "time_histograms",
+    "time_percentiles",
+    "process_utilization",
+    "queue_length",
+    "extreme_residuals_throughput",
+    "extreme_residuals_response_ms",
 }
 CHROMIUM_FLAGS = [
     "--headless",

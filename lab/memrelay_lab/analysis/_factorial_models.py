@@ -5,23 +5,22 @@ Factors with more than two levels are reduced to their smallest and largest leve
 (multiplicative). Jain's visual tests (section 18.4) look at the residuals against the
 predicted response and at a normal quantile-quantile plot of the residuals;
 `compare_models` reduces both to numbers (residual spread relative to the largest effect,
-the probability-plot correlation) and names the better-fitting model; `plot_diagnostics`
-draws the four panels.
+the probability-plot correlation) and names the better-fitting model. `extreme_design` finds
+the design in a results folder (seed 002 §4: servers 3 and 7 of 3, 5, 7).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..theory import FactorialResult, factorial_design
+from ..results import POPULATION, ResultsSummary
+from ..theory import FactorialDesignError, FactorialResult, factorial_design
 
-__all__ = ["ModelFit", "compare_models", "extreme_levels", "model_fit", "plot_diagnostics"]
+__all__ = ["ExtremeDesign", "ModelFit", "compare_models", "extreme_design", "extreme_levels", "fits_of", "model_fit"]
 
 
 def extreme_levels(data: pd.DataFrame, factors: Sequence[str]) -> pd.DataFrame:
@@ -72,21 +71,44 @@ def compare_models(data: pd.DataFrame, factors: Sequence[str], response: str) ->
     return additive, multiplicative, better.name
 
 
-def plot_diagnostics(fits: Sequence[ModelFit], path: Path) -> Path:
-    """Residuals against predicted and a normal Q-Q plot of residuals, one row per model."""
-    import matplotlib
+@dataclass(frozen=True)
+class ExtremeDesign:
+    """A 2^k r design on the extreme levels: its factors, their two levels, the runs in it."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    factors: tuple[str, ...]
+    levels: dict
+    runs: pd.DataFrame
+    replications: int
 
-    fig, axes = plt.subplots(len(fits), 2, figsize=(9, 3.5 * len(fits)), squeeze=False)
-    for row, fit in zip(axes, fits):
-        row[0].scatter(fit.predicted, fit.residuals, s=12)
-        row[0].axhline(0.0, color="grey", linewidth=0.8)
-        row[0].set(xlabel="predicted response", ylabel="residual", title=f"{fit.name}: residuals vs predicted")
-        stats.probplot(fit.residuals, dist="norm", plot=row[1])
-        row[1].set_title(f"{fit.name}: normal Q-Q of residuals")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+
+def extreme_design(summary: ResultsSummary) -> tuple[ExtremeDesign | None, str]:
+    """The 2^k r design on the smallest and largest level of every swept parameter (population
+    parameters as one, ``clients``), or None with the reason: fewer than two swept parameters,
+    a level combination missing, or fewer than two repetitions of one."""
+    factors: list[str] = []
+    for parameter in summary.swept:
+        column = "clients" if parameter in POPULATION else parameter
+        if column not in factors and column in summary.runs:
+            factors.append(column)
+    numeric = [f for f in factors if pd.api.types.is_numeric_dtype(summary.runs[f])
+               and not pd.api.types.is_bool_dtype(summary.runs[f])]
+    if len(numeric) < 2:
+        return None, "fewer than two numeric parameters vary"
+    runs = summary.runs[np.isfinite(summary.runs["throughput"].to_numpy(dtype=float))]
+    extremes = extreme_levels(runs, numeric)
+    cells = extremes.groupby(numeric).size()
+    if len(cells) != 2 ** len(numeric) or cells.nunique() != 1 or int(cells.iloc[0]) < 2:
+        return None, "the extreme levels do not form a complete 2^k r design with r ≥ 2"
+    levels = {f: (extremes[f].min(), extremes[f].max()) for f in numeric}
+    return ExtremeDesign(tuple(numeric), levels, extremes, int(cells.iloc[0])), ""
+
+
+def fits_of(design: ExtremeDesign, response: str) -> tuple[ModelFit, ModelFit, str] | None:
+    """Additive and multiplicative fits of `response` on the design; None if it cannot be fitted."""
+    data = design.runs[[*design.factors, response]].dropna()
+    if (data[response] <= 0).any():
+        return None
+    try:
+        return compare_models(data, design.factors, response)
+    except FactorialDesignError:
+        return None

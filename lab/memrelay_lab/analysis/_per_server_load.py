@@ -1,8 +1,7 @@
-"""Per-server load, server network rates and queue length over time (issue 14, item 8; seed 004),
-from what a results folder already holds: `load()`'s ``servers`` (memcached stats deltas over
-the load phase and the requests the middlewares sent each server) and ``windows`` (the
-per-second series, with memrelay's ``queue_length``). No CPU figures: the results hold none.
-"""
+"""The load on every process of a run (seed 004): per-server shares of the requests and
+network rates from memcached's own counters (`server_load`), every process's processor and
+network use (`process_utilization`, from the run's cpu.json), and memrelay's queue length over
+time (`queue_length_series`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["plot_queue_length", "queue_length_series", "server_load"]
+__all__ = ["process_utilization", "queue_length_series", "server_load"]
 
 
 def server_load(servers: pd.DataFrame) -> pd.DataFrame:
@@ -37,20 +36,15 @@ def queue_length_series(windows: pd.DataFrame) -> pd.DataFrame:
     return series.sort_values(["run_id", "source", "t_s"]).reset_index(drop=True)
 
 
-def plot_queue_length(series: pd.DataFrame, path: Path) -> Path:
-    """Queue length against time, one line per run and middleware."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for (run_id, source), part in series.groupby(["run_id", "source"]):
-        ax.plot(part["t_s"], part["queue_length"], label=f"{run_id} {source}", linewidth=0.9)
-    ax.set(xlabel="time since load start (s)", ylabel="queue length", title="memrelay queue length over time")
-    if series["run_id"].nunique() * series["source"].nunique() <= 10:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+def process_utilization(processes: pd.DataFrame, config_columns: list[str]) -> pd.DataFrame | None:
+    """One row per configuration and process: its role, the cores it kept busy (processor
+    seconds per second) and the bytes per second it received and sent over TCP, means over the
+    repetitions; None when no run sampled its processes."""
+    if processes.empty:
+        return None
+    keys = ["configuration", *[c for c in config_columns if c in processes], "process", "role"]
+    measures = [c for c in ("cpu_utilization", "received_bytes_per_s", "sent_bytes_per_s") if c in processes]
+    frame = processes.groupby(keys, sort=True, dropna=False)[measures].mean().reset_index()
+    order = {"bench": 0, "memrelay": 1, "memcached": 2}
+    frame["_order"] = frame["role"].map(order).fillna(3)
+    return frame.sort_values(["configuration", "_order", "process"]).drop(columns="_order").reset_index(drop=True)

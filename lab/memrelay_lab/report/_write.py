@@ -43,10 +43,12 @@ from pathlib import Path
 from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
 from ._checks_section import checks_section
+from ._factorial_models_section import factorial_models_section
 from ._max_throughput_section import max_throughput_section
 from ._mix_models_section import mix_models_section
 from ._mixed_section import mixed_section
 from ._predict_section import predictions_section
+from ._resources_section import resources_section
 from ._time_distributions_section import time_distributions_section
 from . import _sections as sections_of
 from ._document import Table
@@ -97,8 +99,10 @@ def write_report(
         sections_of.percentiles_section(summary),
         sections_of.keys_section(summary),
         mixed_section(summary),
+        resources_section(summary),
         sections_of.interactive_section(summary, tolerance, think_time_ms),
         sections_of.factorial_section(summary),
+        factorial_models_section(summary),
         sections_of.models_section(summary, notes),
         mix_models_section(summary),
         predictions_section(summary, notes),

@@ -1,0 +1,71 @@
+"""The report's "2^k r on the extreme levels" section (`analysis.extreme_design`, seed 002 §4,
+seed 004, Jain ch. 18): additive and multiplicative models side by side with the visual tests
+(residuals against predicted, normal quantile-quantile plot of the residuals)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from scipy import stats
+
+from ..analysis import extreme_design, fits_of
+from ..analysis._factorial_tables import RESPONSES
+from ..results import ResultsSummary
+from . import _plots
+from ._document import Figure, Section, Table
+from ._render import slug
+
+
+def factorial_models_section(summary: ResultsSummary) -> Section | None:
+    design, _ = extreme_design(summary)
+    if design is None:
+        return None
+    levels = "; ".join(f"{f}: {low} and {high}" for f, (low, high) in design.levels.items())
+    text = [
+        f"A 2^{len(design.factors)} {design.replications} design on the smallest and largest level of every swept "
+        f"parameter ({levels}; seed 002 §4), fitted twice: on y (additive model, effects add up) and on log10 y "
+        "(multiplicative model, effects multiply: the natural one when a factor scales the response). Jain §18.4's "
+        "tests: the residuals should show no trend against the predicted response and lie on a line in the normal "
+        "quantile-quantile plot. Relative spread = the errors' standard deviation over the largest effect (smaller "
+        "is better); QQ correlation = the probability plot's correlation coefficient (closer to 1 is better). The "
+        "better model is the one whose errors are smaller against its effects."
+    ]
+    items: list[Table | Figure] = []
+    for response, label in RESPONSES:
+        fits = fits_of(design, response)
+        if fits is None:
+            continue
+        additive, multiplicative, better = fits
+        columns = {}
+        for fit in (additive, multiplicative):
+            column = {f"{effect}: % of variation": value
+                      for effect, value in fit.result.variation_percent.items() if effect != "I"}
+            column["errors: % of variation"] = fit.result.error_percent
+            column["relative spread"] = fit.relative_spread
+            column["QQ correlation"] = fit.qq_correlation
+            columns[fit.name + (" (better)" if fit.name == better else "")] = column
+        frame = pd.DataFrame(columns)
+        frame.index.name = "measure"
+        name = slug(response).replace("-", "_")
+        items.append(Table(f"extreme_models_{name}", f"Additive and multiplicative models: {label}", frame, index=True,
+                           row_units={**{r: "percent" for r in frame.index if "% of" in r},
+                                      "relative spread": "probability", "QQ correlation": "probability"}))
+        items.append(_diagnostics(f"extreme_residuals_{name}", label, (additive, multiplicative)))
+    if not items:
+        return None
+    return Section("2^k r on the extreme levels: additive or multiplicative", text, items)
+
+
+def _diagnostics(name: str, label: str, fits) -> Figure:
+    plt = _plots.plt
+    figure, axes = plt.subplots(2, 2, figsize=(9, 6.4), layout="constrained")
+    for row, fit in zip(axes, fits):
+        scale = " (log10)" if fit.name == "multiplicative" else ""
+        row[0].scatter(fit.predicted, fit.residuals, s=14)
+        row[0].axhline(0.0, color="grey", linewidth=0.8)
+        row[0].set(xlabel=f"predicted{scale}", ylabel=f"residual{scale}", title=f"{fit.name}: residuals vs predicted")
+        stats.probplot(fit.residuals, dist="norm", plot=row[1])
+        row[1].set(title=f"{fit.name}: normal Q-Q of residuals", xlabel="normal quantile", ylabel=f"residual{scale}")
+        for ax in row:
+            ax.grid(True, alpha=0.3)
+    figure.suptitle(f"Visual tests (Jain §18.4): {label}")
+    return Figure(name, f"Residuals of the additive and multiplicative models: {label}", _plots.png_bytes(figure))
