@@ -30,7 +30,13 @@ Sections (each only when the folder's data give it something to show):
 7. a 2^k r factorial analysis when the folder is one (`analysis.factorial_factors`) of
    the clients' throughput and response time (seed 000 Tables 7-10);
 8. the queueing models of `analysis`: the MVA network against the measurements
-   (seed 000 Tables 32-33) and M/M/1, M/M/m (Tables 22-31).
+   (seed 000 Tables 32-33) and M/M/1, M/M/m (Tables 22-31), with the measured variance of
+   response time; M/M/1 and M/M/m of the read/write mix over the servers (seed 002 §1-2);
+9. the maximum-throughput configuration (seed 000 §3.4, 001 §1.2), gets and sets apart
+   (seed 001 §2-3), queue and server time distributions from the request log (seed 001
+   §1.3), the servers as queueing centres and every process's processor and network use
+   (seed 002 §3, seed 004), 2^k r on the extreme levels with additive and multiplicative
+   models (seed 002 §4), the held-out predictions and the consistency checks.
 """
 
 
