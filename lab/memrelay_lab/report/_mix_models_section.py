@@ -31,7 +31,7 @@ def mix_models_section(summary: ResultsSummary) -> Section | None:
     columns = [c for c in summary.display_columns if c in frame]
     inputs = frame[columns + list(_INPUTS)].rename(columns=_INPUTS)
     rows = []
-    for _, row in frame.iterrows():
+    for row in frame.to_dict(orient="records"):
         for label, key, measured in _COMPARED:
             rows.append({**{c: row[c] for c in columns}, "metric": label, "M/M/1": row[f"{key}_mm1"],
                          "M/M/m": row[f"{key}_mmm"], "measured": row[f"{key}_measured"] if measured else float("nan")})

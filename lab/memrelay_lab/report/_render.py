@@ -46,9 +46,12 @@ def _rows(item: Table) -> tuple[list[str], list[list[str]]]:
     frame, index = item.frame, item.index
     header = ([str(frame.index.name or "")] if index else []) + [str(c) for c in frame.columns]
     rows = []
-    for label, row in frame.iterrows():
-        row_label = label if index else row.get("metric")  # long tables name the metric in a column
-        cells = [_cell(v, c, row_label, item) for c, v in zip(frame.columns, row.tolist())]
+    # Column by column, so a row of mixed columns keeps its integers (iterrows makes them floats).
+    columns = [frame[c].tolist() for c in frame.columns]
+    for position, label in enumerate(frame.index):
+        values = [column[position] for column in columns]
+        row_label = label if index else dict(zip(frame.columns, values)).get("metric")  # long tables: a column
+        cells = [_cell(v, c, row_label, item) for c, v in zip(frame.columns, values)]
         rows.append(([str(label)] if index else []) + cells)
     return header, rows
 

@@ -42,20 +42,15 @@ def resources_section(summary: ResultsSummary) -> Section | None:
             "S_i = D_i / V_i. The largest D_i bounds the throughput at 1 / D_max (the servers' processors alone; "
             "the bound is far above the measured throughput when the servers are not the bottleneck)."
         )
+        # memcached's own byte counts and request shares stay in the CSV: the process table has the bytes.
         shown = demands[[*[c for c in columns if c in demands], "server", "visits", "utilization", "demand_us",
-                         "service_us", "throughput_bound", "measured_throughput",
-                         *[c for c in ("request_share", "received_mb_s", "sent_mb_s") if c in demands]]]
+                         "service_us", "throughput_bound", "measured_throughput"]]
         items.append(Table("server_centres", "Backend servers as queueing centres (means over repetitions)",
                            shown.rename(columns={"visits": "V_i", "utilization": "U_i (cores)", "demand_us": "D_i (µs)",
                                                  "service_us": "S_i (µs)", "throughput_bound": "1/D_max (req/s)",
-                                                 "measured_throughput": "X measured (req/s)",
-                                                 "request_share": "share of requests",
-                                                 "received_mb_s": "memcached read (MB/s)",
-                                                 "sent_mb_s": "memcached wrote (MB/s)"}),
+                                                 "measured_throughput": "X measured (req/s)"}),
                            csv=demands,
-                           units={"V_i": "jobs", "U_i (cores)": "jobs", "D_i (µs)": "plain", "S_i (µs)": "plain",
-                                  "share of requests": "probability", "memcached read (MB/s)": "jobs",
-                                  "memcached wrote (MB/s)": "jobs"}))
+                           units={"V_i": "jobs", "U_i (cores)": "jobs", "D_i (µs)": "plain", "S_i (µs)": "plain"}))
     if processes is not None:
         shown = processes.assign(**{
             "received (MB/s)": processes.get("received_bytes_per_s", float("nan")) / _MB,

@@ -150,7 +150,7 @@ _MM_COMPARED = (
 def _mm_long(comparison: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     """One row per configuration and metric: M/M/1, M/M/m and measured side by side."""
     rows = []
-    for _, row in comparison.iterrows():
+    for row in comparison.to_dict(orient="records"):
         for label, key in _MM_COMPARED:
             rows.append({**{c: row[c] for c in columns if c in comparison}, "metric": label,
                          "M/M/1": row[f"{key}_mm1"], "M/M/m": row[f"{key}_mmm"], "measured": row[f"{key}_measured"]})

@@ -26,6 +26,8 @@ def time_distributions_section(summary: ResultsSummary) -> Section | None:
     one = frame[frame["configuration"] == chosen]
     shown = one[["type", "time", "requests", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms"]].copy()
     shown["time"] = shown["time"].map(_TIME_LABELS)
+    shown = shown.rename(columns={"requests": "logged requests", "mean_ms": "mean (ms)", "std_ms": "std (ms)",
+                                  "p50_ms": "p50 (ms)", "p90_ms": "p90 (ms)", "p99_ms": "p99 (ms)"})
     text = [
         "Where a request's time in the middleware goes, as distributions rather than means (seed 001 §1.3): the "
         "requests memrelay logged with their timestamps (every N-th, `request_log_sample`), inside the trimmed "
