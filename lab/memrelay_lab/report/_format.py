@@ -4,8 +4,10 @@ The unit comes from the column name or row label the number stands under:
 
 - rates (``throughput``, ``*_rate``, ``(req/s)``, ``λ``, ``μ``): thousands separators,
   no decimals from 100 up (``17,530``), one decimal below;
-- times in milliseconds (``*_ms``, ``(ms)``, ``(ms²)``): three fixed decimals, a resolution
-  of 1 µs (``0.044``, ``12.500``), thousands separators above 1,000;
+- times in milliseconds (``*_ms``, ``(ms)``): three fixed decimals, a resolution of 1 µs
+  (``0.044``, ``12.500``), thousands separators above 1,000;
+- variances of times (``(ms²)``, ``*_ms2``): three decimals from 1, three significant digits
+  below (a variance of (20 µs)² is ``0.0004``, which three decimals would print as 0);
 - probabilities and fractions (``prob``, ``P(``, ``utilization``, ``ρ``, ``miss_rate``,
   ``error_rate``): four decimals, scientific only below 0.0001 (``3.21e-31``);
 - mean numbers of jobs (``queue_length``, ``jobs``): three fixed decimals; percentages
@@ -36,7 +38,8 @@ WIDE_MARK = "⚠"
 NO_INTERVAL = "no interval"
 
 _PROBABILITY = re.compile(r"prob|p\(|utilization|ρ|traffic_intensity|miss_rate|error_rate|fraction|share", re.I)
-_MS = re.compile(r"_ms\b|_ms_|\(ms\)|\(ms²\)|ms²|^ms$|mean_ms|_ms$", re.I)
+_MS = re.compile(r"_ms\b|_ms_|\(ms\)|^ms$|mean_ms|_ms$", re.I)
+_MS2 = re.compile(r"ms²|_ms2", re.I)
 _JOBS = re.compile(r"queue.length|jobs", re.I)
 _PERCENT = re.compile(r"percent(?!ile)|%", re.I)
 _RATE = re.compile(r"throughput|_rate\b|rate$|\(req/s\)|req/s|λ|μ|per_s", re.I)
@@ -51,6 +54,8 @@ def unit_of(name: object) -> str:
         return "percent"
     if _PROBABILITY.search(text):
         return "probability"
+    if _MS2.search(text):
+        return "ms2"
     if _MS.search(text):
         return "ms"
     if _RATE.search(text):
@@ -81,6 +86,8 @@ def format_number(value: Any, name: object = None, unit: str | None = None) -> s
         return f"{number:,.0f}" if size >= 100 else f"{number:,.1f}"
     if unit == "ms":
         return f"{number:,.3f}"
+    if unit == "ms2":
+        return f"{number:,.3f}" if size >= 1 or number == 0 else f"{number:.3g}"
     if unit == "relative":  # a fraction shown as a signed percentage: a deviation, an error
         return f"{100 * number:+.2f}%"
     if unit in ("jobs", "percent"):
