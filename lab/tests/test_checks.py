@@ -20,6 +20,7 @@ class FakeResults:
     runs: pd.DataFrame
     windows: pd.DataFrame
     servers: pd.DataFrame
+    processes: pd.DataFrame = None
 
 
 def consistent(repetitions: int = 3) -> FakeResults:
@@ -37,7 +38,14 @@ def consistent(repetitions: int = 3) -> FakeResults:
         for server in range(2):
             servers.append({"run_id": run_id, "server": server, "cmd_get": 9000, "cmd_set": 1000,
                             "middleware_requests": 10000})
-    return FakeResults(pd.DataFrame(runs), pd.DataFrame(windows), pd.DataFrame(servers))
+    # memrelay relays: it receives what the bench and the servers send, and sends what they receive.
+    processes = []
+    for rep in range(repetitions):
+        for process, role, received, sent in (("client-0-0", "bench", 20e6, 2e6), ("server-0", "memcached", 1e6, 9e6),
+                                              ("server-1", "memcached", 1e6, 9e6), ("middleware-0", "memrelay", 20e6, 22e6)):
+            processes.append({"run_id": f"c0-r{rep}", "process": process, "role": role,
+                              "received_bytes_per_s": received, "sent_bytes_per_s": sent})
+    return FakeResults(pd.DataFrame(runs), pd.DataFrame(windows), pd.DataFrame(servers), pd.DataFrame(processes))
 
 
 def verdicts(results: FakeResults) -> dict[str, set[str]]:
@@ -53,6 +61,8 @@ def test_consistent_figures_pass_every_check():
     assert found["Stationarity of the kept windows"] == {"pass"}
     assert found["Confidence interval of throughput"] == {"pass"}
     assert found["Little's law inside memrelay"] == {"skipped"}
+    assert found["Byte balance through memrelay (in)"] == {"pass"}
+    assert found["Byte balance through memrelay (out)"] == {"pass"}
 
 
 def test_each_check_fails_on_a_doctored_copy():
@@ -64,6 +74,8 @@ def test_each_check_fails_on_a_doctored_copy():
     doctored.servers.loc[missed, ["cmd_get", "cmd_set"]] = 0  # a server that never saw its requests
     ramp = doctored.windows["run_id"] == "c0-r0"
     doctored.windows.loc[ramp, "count"] = doctored.windows.loc[ramp, "t_s"] * 2000.0  # still warming up
+    lost = (doctored.processes["run_id"] == "c0-r1") & (doctored.processes["process"] == "client-0-0")
+    doctored.processes = doctored.processes[~lost]  # a sampler that lost the bench's sockets
     frame = checks_frame(consistency_checks(doctored))
     failed = frame[frame["verdict"] == "FAIL"]
     assert set(zip(failed["check"], failed["scope"])) >= {
@@ -72,6 +84,8 @@ def test_each_check_fails_on_a_doctored_copy():
         ("Flow balance: middlewares = servers", "c0-r2"),
         ("Stationarity of the kept windows", "c0-r0"),
         ("Confidence interval of response time", "configuration 0"),
+        ("Byte balance through memrelay (in)", "c0-r1"),
+        ("Byte balance through memrelay (out)", "c0-r1"),
     }
 
 
@@ -105,7 +119,8 @@ def test_check_on_a_real_experiment(report_results, capsys):
     frame = checks_frame(consistency_checks(results, tolerance=0.15))
     law = frame[frame["check"] == "Little's law at the clients"]
     assert len(law) == len(results.status) and set(law["verdict"]) == {"pass"}, law
-    for name in ("Flow balance: clients = middlewares", "Flow balance: middlewares = servers"):
+    for name in ("Flow balance: clients = middlewares", "Flow balance: middlewares = servers",
+                 "Byte balance through memrelay (in)", "Byte balance through memrelay (out)"):
         balance = frame[frame["check"] == name]
         assert set(balance["verdict"]) <= {"pass", "skipped"} and "pass" in set(balance["verdict"]), balance
     status = main(["check", str(report_results)])

@@ -14,6 +14,10 @@ Per run (each compares figures that come from different programs, so a wrong one
 - **Flow balance, middlewares and servers**: the requests memrelay says it sent each server
   against the commands memcached counted itself (`cmd_get` + `cmd_set`, which count keys: only
   with one key per request, otherwise skipped).
+- **Byte balance through memrelay**: the bytes the kernel counted on memrelay's sockets
+  against the bytes counted on its peers' (cpu.json): what memrelay received must be what the
+  clients and the servers sent, and what it sent what they received. The kernel counts each
+  socket on its own, so a sampler that misses sockets or mixes up processes shows.
 - **Stationarity**: the drift of throughput across the kept windows (least-squares slope times
   the kept interval, over the mean). A drift above the tolerance means the run had not settled
   (warm-up too short) or the machine changed under it.
@@ -87,6 +91,7 @@ def consistency_checks(
             checks.append(_littles_law_middleware(run_id, mw, tolerance))
             checks.append(_flow_clients_middleware(run_id, row, mw, tolerance))
             checks.append(_flow_middleware_servers(run_id, row, results.servers, tolerance))
+            checks += _byte_balance(run_id, getattr(results, "processes", pd.DataFrame()), tolerance)
         checks.append(_stationarity(run_id, results.windows, tolerance))
     if clients is not None:
         checks += _interval_widths(clients.reset_index(), target, level, list(config_columns))
@@ -146,6 +151,27 @@ def _flow_middleware_servers(run_id: str, clients: pd.Series, servers: pd.DataFr
     ratio = counted / sent if sent > 0 else math.nan
     return _ratio_check(name, run_id, ratio, tolerance, "memcached's cmd_get + cmd_set / sent = 1",
                         f"{counted:,.0f} counted, {sent:,.0f} sent")
+
+
+def _byte_balance(run_id: str, processes: pd.DataFrame, tolerance: float) -> list[Check]:
+    name = "Byte balance through memrelay"
+    if processes.empty or "received_bytes_per_s" not in processes:
+        return [Check(name, run_id, math.nan, "", None, "no network counters (results of an earlier lab)")]
+    rows = processes[processes["run_id"] == run_id]
+    if rows.empty or rows["received_bytes_per_s"].isna().any():
+        return [Check(name, run_id, math.nan, "", None, "no network counters for this run")]
+    relay = rows[rows["role"] == "memrelay"]
+    peers = rows[rows["role"] != "memrelay"]
+    checks = []
+    for direction, own, other in (("in", "received_bytes_per_s", "sent_bytes_per_s"),
+                                  ("out", "sent_bytes_per_s", "received_bytes_per_s")):
+        mine, theirs = float(relay[own].sum()), float(peers[other].sum())
+        ratio = mine / theirs if theirs > 0 else math.nan
+        what = ("memrelay's received / clients' + servers' sent = 1" if direction == "in"
+                else "memrelay's sent / clients' + servers' received = 1")
+        checks.append(_ratio_check(f"{name} ({direction})", run_id, ratio, tolerance, what,
+                                   f"{mine / 1e6:,.3f} against {theirs / 1e6:,.3f} MB/s"))
+    return checks
 
 
 def _stationarity(run_id: str, windows: pd.DataFrame, tolerance: float) -> Check:
