@@ -125,8 +125,10 @@ class CpuSampler:
                 continue
             record = {"role": role_of(name), "cpu_s": round(seconds - first.process[name], 6)}
             if name in first.network and name in last.network:
-                record["received_bytes"] = last.network[name][0] - first.network[name][0]
-                record["sent_bytes"] = last.network[name][1] - first.network[name][1]
+                received = last.network[name][0] - first.network[name][0]
+                sent = last.network[name][1] - first.network[name][1]
+                if received >= 0 and sent >= 0:  # less than before: a connection closed in between
+                    record["received_bytes"], record["sent_bytes"] = received, sent
             if name in last.threads:
                 record["threads"] = {
                     thread: round(t - first.threads.get(name, {}).get(thread, 0.0), 6)

@@ -39,27 +39,38 @@ def _socket_counters() -> dict[tuple, tuple[int, int]]:
     return counters
 
 
-def tcp_bytes(pids: dict[str, int]) -> dict[str, tuple[int, int]]:
+def tcp_bytes(pids: dict[str, int], attempts: int = 3) -> dict[str, tuple[int, int]]:
     """Per process name: (bytes received, bytes sent) over all its established TCP connections,
-    since each connection opened. Processes that are gone, or whose sockets cannot be read, are
-    left out."""
-    try:
-        counters = _socket_counters()
-    except (OSError, RuntimeError):
-        return {}
-    totals = {}
+    since each connection opened.
+
+    A socket dump is not atomic: on a busy machine it can miss a socket. The counters only grow,
+    so the dump is repeated (up to `attempts` times, keeping each socket's largest counters)
+    until it holds every connection the processes have; a process whose connections are still
+    not all found, that is gone, or whose connections cannot be read is left out rather than
+    counted short."""
+    connections: dict[str, list[tuple]] = {}
     for name, pid in pids.items():
         try:
-            connections = psutil.Process(pid).net_connections(kind="tcp")
+            listed = psutil.Process(pid).net_connections(kind="tcp")
         except psutil.Error:
             continue
-        received = sent = 0
-        for connection in connections:
-            if not connection.raddr:
-                continue
-            key = (connection.laddr.ip, connection.laddr.port, connection.raddr.ip, connection.raddr.port)
-            in_bytes, out_bytes = counters.get(key, (0, 0))
-            received += in_bytes
-            sent += out_bytes
-        totals[name] = (received, sent)
+        connections[name] = [(c.laddr.ip, c.laddr.port, c.raddr.ip, c.raddr.port)
+                             for c in listed if c.raddr and c.status == psutil.CONN_ESTABLISHED]
+    wanted = {key for keys in connections.values() for key in keys}
+    counters: dict[tuple, tuple[int, int]] = {}
+    for _ in range(attempts):
+        try:
+            dump = _socket_counters()
+        except (OSError, RuntimeError):
+            continue
+        for key, (received, sent) in dump.items():
+            before = counters.get(key, (0, 0))
+            counters[key] = (max(before[0], received), max(before[1], sent))
+        if wanted <= counters.keys():
+            break
+    totals = {}
+    for name, keys in connections.items():
+        if not set(keys) <= counters.keys():
+            continue
+        totals[name] = (sum(counters[k][0] for k in keys), sum(counters[k][1] for k in keys))
     return totals
