@@ -6,9 +6,13 @@ process's user and system time (and, per thread, of memrelay's threads, by threa
 thread, the workers, the event loops) when the kept interval starts (the load's start plus the
 warm-up) and when it ends (the test time minus the cool-down), the same interval the clients'
 throughput is averaged over; `cpu.json` in the run folder holds the differences, the machine's
-cores and the cores this process may use. Each snapshot also takes the bytes every process has
-sent and received over TCP (`_tcp_bytes`), so cpu.json holds each process's network traffic
-over the same interval (``received_bytes``, ``sent_bytes``).
+cores and the cores this process may use.
+
+The bytes every process sent and received over TCP (`_tcp_bytes`) are read at two network
+snapshots a quarter of a second inside that interval (``network_interval_unix``): at the
+interval's ends connections may still be opening or already closing (a run without warm-up or
+cool-down ends when the load generator disconnects), and a closed socket's counters are gone.
+cpu.json holds each process's ``received_bytes`` and ``sent_bytes`` over that interval.
 """
 
 from __future__ import annotations
@@ -53,11 +57,13 @@ def thread_role(thread_name: str) -> str:
     return "other"
 
 
+NETWORK_MARGIN_S = 0.25
+
+
 @dataclass
 class _Snapshot:
     at: float
     process: dict[str, float]  # name -> user + system seconds
-    network: dict[str, tuple[int, int]]  # name -> (bytes received, bytes sent) over TCP
     threads: dict[str, dict[str, float]]  # name -> thread name -> seconds
 
 
@@ -72,7 +78,7 @@ def _snapshot(pids: dict[str, int]) -> _Snapshot:
                 threads[name] = _thread_times(proc)
         except psutil.Error:
             continue  # gone: the run's own checks report it
-    return _Snapshot(time.time(), process, tcp_bytes(pids), threads)
+    return _Snapshot(time.time(), process, threads)
 
 
 def _thread_times(proc: psutil.Process) -> dict[str, float]:
@@ -96,6 +102,7 @@ class CpuSampler:
     end: float
     _first: _Snapshot | None = None
     _last: _Snapshot | None = None
+    _network: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -104,12 +111,22 @@ class CpuSampler:
         self._thread.start()
 
     def _run(self) -> None:
-        if self._stop.wait(max(self.start - time.time(), 0.0)):
-            return
+        margin = min(NETWORK_MARGIN_S, (self.end - self.start) / 8)
+        for at, take in ((self.start, self._take_first), (self.start + margin, self._take_network),
+                         (self.end - margin, self._take_network), (self.end, self._take_last)):
+            if self._stop.wait(max(at - time.time(), 0.0)):
+                return
+            take()
+
+    def _take_first(self) -> None:
         self._first = _snapshot(self.pids)
-        if self._stop.wait(max(self.end - time.time(), 0.0)):
-            return
+
+    def _take_last(self) -> None:
         self._last = _snapshot(self.pids)
+
+    def _take_network(self) -> None:
+        at = time.time()
+        self._network.append((at, tcp_bytes(self.pids)))
 
     def finish(self) -> dict | None:
         """Waits for the last snapshot (the load has ended by then); None if one is missing."""
@@ -124,9 +141,9 @@ class CpuSampler:
             if name not in first.process:
                 continue
             record = {"role": role_of(name), "cpu_s": round(seconds - first.process[name], 6)}
-            if name in first.network and name in last.network:
-                received = last.network[name][0] - first.network[name][0]
-                sent = last.network[name][1] - first.network[name][1]
+            if len(self._network) == 2 and all(name in counts for _, counts in self._network):
+                (_, before), (_, after) = self._network
+                received, sent = after[name][0] - before[name][0], after[name][1] - before[name][1]
                 if received >= 0 and sent >= 0:  # less than before: a connection closed in between
                     record["received_bytes"], record["sent_bytes"] = received, sent
             if name in last.threads:
@@ -135,7 +152,10 @@ class CpuSampler:
                     for thread, t in last.threads[name].items()
                 }
             processes[name] = record
-        return {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
+        document = {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
+        if len(self._network) == 2:
+            document["network_interval_unix"] = [self._network[0][0], self._network[1][0]]
+        return document
 
     def write(self, path: Path) -> dict | None:
         document = self.finish()

@@ -43,11 +43,11 @@ def tcp_bytes(pids: dict[str, int], attempts: int = 3) -> dict[str, tuple[int, i
     """Per process name: (bytes received, bytes sent) over all its established TCP connections,
     since each connection opened.
 
-    A socket dump is not atomic: on a busy machine it can miss a socket. The counters only grow,
-    so the dump is repeated (up to `attempts` times, keeping each socket's largest counters)
-    until it holds every connection the processes have; a process whose connections are still
-    not all found, that is gone, or whose connections cannot be read is left out rather than
-    counted short."""
+    A socket dump is not atomic: a socket can be missing from it, and a connection can open or
+    close between psutil's listing and the dump. Each process's figure comes from the first of
+    up to `attempts` dumps that holds all of its listed connections (never a mix of dumps, which
+    would count some sockets later than others); a process never complete, gone, or whose
+    connections cannot be read is left out rather than counted short."""
     connections: dict[str, list[tuple]] = {}
     for name, pid in pids.items():
         try:
@@ -56,21 +56,15 @@ def tcp_bytes(pids: dict[str, int], attempts: int = 3) -> dict[str, tuple[int, i
             continue
         connections[name] = [(c.laddr.ip, c.laddr.port, c.raddr.ip, c.raddr.port)
                              for c in listed if c.raddr and c.status == psutil.CONN_ESTABLISHED]
-    wanted = {key for keys in connections.values() for key in keys}
-    counters: dict[tuple, tuple[int, int]] = {}
+    totals: dict[str, tuple[int, int]] = {}
     for _ in range(attempts):
         try:
-            dump = _socket_counters()
+            counters = _socket_counters()
         except (OSError, RuntimeError):
             continue
-        for key, (received, sent) in dump.items():
-            before = counters.get(key, (0, 0))
-            counters[key] = (max(before[0], received), max(before[1], sent))
-        if wanted <= counters.keys():
+        for name, keys in connections.items():
+            if name not in totals and all(key in counters for key in keys):
+                totals[name] = (sum(counters[k][0] for k in keys), sum(counters[k][1] for k in keys))
+        if len(totals) == len(connections):
             break
-    totals = {}
-    for name, keys in connections.items():
-        if not set(keys) <= counters.keys():
-            continue
-        totals[name] = (sum(counters[k][0] for k in keys), sum(counters[k][1] for k in keys))
     return totals

@@ -15,7 +15,8 @@
 - ``processes``: one row per run and process it started (server-J, middleware-K,
   client-M-I) from the run's cpu.json: ``role``, ``cpu_s`` (processor time over the kept
   interval), ``cpu_utilization`` (cores busy: processor seconds per second), and, when the run
-  sampled them, ``received_bytes_per_s`` and ``sent_bytes_per_s`` (TCP payload).
+  sampled them, ``received_bytes_per_s`` and ``sent_bytes_per_s`` (TCP payload, over the
+  network snapshots' interval just inside the kept one).
 - ``status``: one row per planned run with its status (completed, failed, interrupted,
   pending) and the reason of a failure.
 - ``manifest``: the manifest as a dict; ``histogram(run_id, source)`` the response-time
@@ -542,12 +543,14 @@ def _process_rows(document: dict) -> list[dict]:
     """One row per process of a run's cpu.json: its processor and network use per second."""
     start, end = document["interval_unix"]
     seconds = max(end - start, 1e-9)
+    network_start, network_end = document.get("network_interval_unix", (start, end))
+    network_seconds = max(network_end - network_start, 1e-9)
     rows = []
     for name, record in document["processes"].items():
         row = {"process": name, "role": record["role"], "cpu_s": record["cpu_s"],
                "cpu_utilization": record["cpu_s"] / seconds}
         for key in ("received_bytes", "sent_bytes"):
-            row[f"{key}_per_s"] = record[key] / seconds if key in record else math.nan
+            row[f"{key}_per_s"] = record[key] / network_seconds if key in record else math.nan
         rows.append(row)
     return rows
 
