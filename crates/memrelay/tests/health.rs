@@ -81,8 +81,13 @@ fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
     for server in &servers {
         assert_eq!(server.get_raw("k").as_deref(), Some(&b"x"[..]));
     }
-    assert!(relay.stderr().contains("is down after 2 consecutive failures"), "{}", relay.stderr());
-    assert!(relay.stderr().contains("is up again"), "{}", relay.stderr());
+    // The log line may still be on its way when the state it reports is visible.
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.stderr().contains("is down after 2 consecutive failures")),
+        "{}",
+        relay.stderr()
+    );
+    assert!(wait_for(Duration::from_secs(5), || relay.stderr().contains("is up again")), "{}", relay.stderr());
 }
 
 fn reads_fail_over_at_once_while_a_replica_is_down(engine: &str) {

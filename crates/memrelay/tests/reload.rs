@@ -148,7 +148,10 @@ fn reload_under_load_adds_and_removes_servers_and_refuses_a_bad_file(engine: &st
     // An invalid file: refused with one line, generation 2 stays.
     std::fs::write(&path, "servers = [\"127.0.0.1:1\"\n").unwrap();
     hang_up(&relay);
-    assert!(wait_for(Duration::from_secs(10), || relay.stderr().contains("reload refused")), "{}", relay.stderr());
+    // Wait for the whole line: stderr may be read while memrelay is still writing it.
+    let refusal_written =
+        || relay.stderr().split_inclusive('\n').any(|line| line.contains("reload refused") && line.ends_with('\n'));
+    assert!(wait_for(Duration::from_secs(10), refusal_written), "{}", relay.stderr());
     let refused: Vec<String> =
         relay.stderr().lines().filter(|l| l.contains("reload refused")).map(str::to_string).collect();
     assert_eq!(refused.len(), 1, "{refused:?}");

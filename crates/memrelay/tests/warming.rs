@@ -77,7 +77,12 @@ fn a_restarted_server_is_warmed_from_its_replica(engine: &str) {
     assert_eq!(servers[1].get_raw("w7").as_deref().unwrap_or(b"value7"), b"value7");
     // A second pass: the written-back keys now hit on the restarted server itself.
     assert_eq!(misses(&mut c), 0);
-    assert!(relay.stderr().contains("restarted; its read misses are retried"), "{}", relay.stderr());
+    // The log line may still be on its way when the state it reports is visible.
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.stderr().contains("restarted; its read misses are retried")),
+        "{}",
+        relay.stderr()
+    );
 }
 
 fn without_warming_reads_miss(engine: &str) {
