@@ -91,7 +91,7 @@ def consistency_checks(
             checks.append(_littles_law_middleware(run_id, mw, tolerance))
             checks.append(_flow_clients_middleware(run_id, row, mw, tolerance))
             checks.append(_flow_middleware_servers(run_id, row, results.servers, tolerance))
-            checks += _byte_balance(run_id, getattr(results, "processes", pd.DataFrame()), tolerance)
+            checks += _byte_balance(run_id, row, getattr(results, "processes", pd.DataFrame()), tolerance)
         checks.append(_stationarity(run_id, results.windows, tolerance))
     if clients is not None:
         checks += _interval_widths(clients.reset_index(), target, level, list(config_columns))
@@ -153,13 +153,21 @@ def _flow_middleware_servers(run_id: str, clients: pd.Series, servers: pd.DataFr
                         f"{counted:,.0f} counted, {sent:,.0f} sent")
 
 
-def _byte_balance(run_id: str, processes: pd.DataFrame, tolerance: float) -> list[Check]:
+def _byte_balance(run_id: str, clients: pd.Series, processes: pd.DataFrame, tolerance: float) -> list[Check]:
     name = "Byte balance through memrelay"
     if processes.empty or "received_bytes_per_s" not in processes:
         return [Check(name, run_id, math.nan, "", None, "no network counters (results of an earlier lab)")]
     rows = processes[processes["run_id"] == run_id]
     if rows.empty or rows["received_bytes_per_s"].isna().any():
         return [Check(name, run_id, math.nan, "", None, "no network counters for this run")]
+    # Every peer must be there: a load generator that exits as the kept interval ends (no
+    # cool-down) can miss the processor snapshot and with it the run's process table.
+    roles = rows["role"].value_counts()
+    expected = {"bench": clients.get("instances"), "memcached": clients.get("servers")}
+    for role, count in expected.items():
+        if count is not None and pd.notna(count) and int(roles.get(role, 0)) != int(count):
+            return [Check(name, run_id, math.nan, "", None,
+                          f"{int(roles.get(role, 0))} of {int(count)} {role} processes were sampled")]
     relay = rows[rows["role"] == "memrelay"]
     peers = rows[rows["role"] != "memrelay"]
     checks = []

@@ -125,8 +125,7 @@ class CpuSampler:
         self._last = _snapshot(self.pids)
 
     def _take_network(self) -> None:
-        at = time.time()
-        self._network.append((at, tcp_bytes(self.pids)))
+        self._network.append(tcp_bytes(self.pids))
 
     def finish(self) -> dict | None:
         """Waits for the last snapshot (the load has ended by then); None if one is missing."""
@@ -141,17 +140,21 @@ class CpuSampler:
             if name not in first.process:
                 continue
             record = {"role": role_of(name), "cpu_s": round(seconds - first.process[name], 6)}
-            if len(self._network) == 2 and all(name in counts for _, counts in self._network):
-                (_, before), (_, after) = self._network
-                received, sent = after[name][0] - before[name][0], after[name][1] - before[name][1]
-                if received >= 0 and sent >= 0:  # less than before: a connection closed in between
-                    record["received_bytes"], record["sent_bytes"] = received, sent
             if name in last.threads:
                 record["threads"] = {
                     thread: round(t - first.threads.get(name, {}).get(thread, 0.0), 6)
                     for thread, t in last.threads[name].items()
                 }
             processes[name] = record
+        # Network bytes also for a process the processor snapshots missed (a load generator that
+        # exits as the kept interval ends): the network snapshots are taken inside the interval.
+        if len(self._network) == 2:
+            (_, before), (_, after) = self._network
+            for name in before.keys() & after.keys():
+                received, sent = after[name][0] - before[name][0], after[name][1] - before[name][1]
+                if received >= 0 and sent >= 0:  # less than before: a connection closed in between
+                    record = processes.setdefault(name, {"role": role_of(name)})
+                    record["received_bytes"], record["sent_bytes"] = received, sent
         document = {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
         if len(self._network) == 2:
             document["network_interval_unix"] = [self._network[0][0], self._network[1][0]]

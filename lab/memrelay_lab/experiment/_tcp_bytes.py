@@ -12,6 +12,7 @@ counts from zero; one closed during it loses its counters, which the load phase 
 from __future__ import annotations
 
 import socket
+import time
 
 import psutil
 from pyroute2 import DiagSocket
@@ -39,32 +40,41 @@ def _socket_counters() -> dict[tuple, tuple[int, int]]:
     return counters
 
 
-def tcp_bytes(pids: dict[str, int], attempts: int = 3) -> dict[str, tuple[int, int]]:
-    """Per process name: (bytes received, bytes sent) over all its established TCP connections,
-    since each connection opened.
+def tcp_bytes(pids: dict[str, int], attempts: int = 3) -> tuple[float, dict[str, tuple[int, int]]]:
+    """The time of the reading (unix seconds) and, per process name, (bytes received, bytes
+    sent) over all its established TCP connections, since each connection opened.
 
-    A socket dump is not atomic: a socket can be missing from it, and a connection can open or
-    close between psutil's listing and the dump. Each process's figure comes from the first of
-    up to `attempts` dumps that holds all of its listed connections (never a mix of dumps, which
-    would count some sockets later than others); a process never complete, gone, or whose
-    connections cannot be read is left out rather than counted short."""
-    connections: dict[str, list[tuple]] = {}
-    for name, pid in pids.items():
-        try:
-            listed = psutil.Process(pid).net_connections(kind="tcp")
-        except psutil.Error:
-            continue
-        connections[name] = [(c.laddr.ip, c.laddr.port, c.raddr.ip, c.raddr.port)
-                             for c in listed if c.raddr and c.status == psutil.CONN_ESTABLISHED]
+    The machine's connections are listed once (psutil, with their owners' pids), then the
+    counters are dumped, timed when the dump starts: a slow listing must not shift the time
+    the counters belong to. A socket dump is not atomic: a socket can be missing from it, and a
+    connection can open or close between the listing and the dump. Each process's figure comes
+    from the first of up to `attempts` dumps that holds all of its listed connections (never a
+    mix of dumps, which would read some sockets later than others); a process never complete,
+    gone, or not listed is left out rather than counted short."""
+    wanted_pids = {pid: name for name, pid in pids.items()}
+    connections: dict[str, list[tuple]] = {name: [] for name in pids}
+    try:
+        listed = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return time.time(), {}
+    for connection in listed:
+        name = wanted_pids.get(connection.pid)
+        if name is not None and connection.raddr and connection.status == psutil.CONN_ESTABLISHED:
+            connections[name].append(
+                (connection.laddr.ip, connection.laddr.port, connection.raddr.ip, connection.raddr.port))
+    connections = {name: keys for name, keys in connections.items() if psutil.pid_exists(pids[name])}
     totals: dict[str, tuple[int, int]] = {}
+    at = None
     for _ in range(attempts):
+        started = time.time()
         try:
             counters = _socket_counters()
         except (OSError, RuntimeError):
             continue
+        at = started if at is None else at
         for name, keys in connections.items():
             if name not in totals and all(key in counters for key in keys):
                 totals[name] = (sum(counters[k][0] for k in keys), sum(counters[k][1] for k in keys))
         if len(totals) == len(connections):
             break
-    return totals
+    return (at if at is not None else time.time()), totals

@@ -527,6 +527,8 @@ def _cpu_measures(document: dict, throughput: float) -> dict:
     by_role: dict[str, float] = {"bench": 0.0, "memrelay": 0.0, "memcached": 0.0}
     by_thread: dict[str, float] = {"net": 0.0, "worker": 0.0, "loop": 0.0, "other": 0.0}
     for record in document["processes"].values():
+        if "cpu_s" not in record:  # only network bytes: the process left before the last snapshot
+            continue
         by_role[record["role"]] = by_role.get(record["role"], 0.0) + record["cpu_s"]
         for thread, cpu_s in record.get("threads", {}).items():
             by_thread[thread_role(thread)] += cpu_s
@@ -547,8 +549,8 @@ def _process_rows(document: dict) -> list[dict]:
     network_seconds = max(network_end - network_start, 1e-9)
     rows = []
     for name, record in document["processes"].items():
-        row = {"process": name, "role": record["role"], "cpu_s": record["cpu_s"],
-               "cpu_utilization": record["cpu_s"] / seconds}
+        cpu_s = record.get("cpu_s", math.nan)  # absent: the process left before the last snapshot
+        row = {"process": name, "role": record["role"], "cpu_s": cpu_s, "cpu_utilization": cpu_s / seconds}
         for key in ("received_bytes", "sent_bytes"):
             row[f"{key}_per_s"] = record[key] / network_seconds if key in record else math.nan
         rows.append(row)
