@@ -82,6 +82,13 @@ def test_a_real_run_records_what_memcached_counted_itself(report_results):
                 assert rate == pytest.approx(counted, rel=0.15), (record["id"], ours)
 
 
+def _wait_for_network_readings(sampler: CpuSampler, count: int) -> None:
+    deadline = time.time() + 10
+    while len(sampler._network) < count:
+        assert time.time() < deadline, "the sampler took no network reading"
+        time.sleep(0.005)
+
+
 NET_CHILD = """
 import socket, sys
 peer = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -107,9 +114,9 @@ def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
     try:
         peer, _ = listener.accept()
         now = time.time()
-        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 1.5)
+        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 3.0)
         sampler.begin()
-        time.sleep(0.4)  # after the first snapshot
+        _wait_for_network_readings(sampler, 1)
         child.stdin.write("go\n")
         child.stdin.flush()
         received = 0
@@ -125,3 +132,39 @@ def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
     record = document["processes"]["client-0-0"]
     assert record["sent_bytes"] == 100_000
     assert record["received_bytes"] == 7_777
+
+
+def test_a_process_that_leaves_before_the_last_processor_snapshot_keeps_its_bytes():
+    """A load generator that exits as the kept interval ends misses the last processor snapshot;
+    the network snapshots, a quarter second inside the interval, still have it."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    child = subprocess.Popen(
+        [sys.executable, "-c", NET_CHILD, str(listener.getsockname()[1])],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        peer, _ = listener.accept()
+        now = time.time()
+        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 2.1)
+        sampler.begin()
+        _wait_for_network_readings(sampler, 1)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        received = 0
+        while received < 100_000:
+            received += len(peer.recv(65536))
+        peer.sendall(b"y" * 7_777)
+        assert child.stdout.readline().strip() == "done"
+        _wait_for_network_readings(sampler, 2)  # then leave, a quarter second before the last snapshot
+        child.kill()
+        child.wait()
+        document = sampler.finish()
+    finally:
+        child.kill()
+        child.wait()
+        listener.close()
+    record = document["processes"]["client-0-0"]
+    assert "cpu_s" not in record
+    assert (record["sent_bytes"], record["received_bytes"]) == (100_000, 7_777)
