@@ -3,18 +3,25 @@
 The programs of a run talk only over loopback TCP, and the kernel keeps, per socket, the bytes
 the peer acknowledged and the bytes received (``tcp_info``'s ``tcpi_bytes_acked`` and
 ``tcpi_bytes_received``, read through the sock_diag netlink interface, pyroute2's
-`DiagSocket`). psutil names each process's connections by their addresses; the counters of a
-process's sockets added up are its network traffic. (``/proc/<pid>/io`` would not do: memcached
-writes with ``sendmsg``, which those counters miss.) A connection opened during the interval
-counts from zero; one closed during it loses its counters, which the load phase never does.
+`DiagSocket`, for established connections only). A process's sockets are the ``socket:[inode]``
+entries of ``/proc/<pid>/fd``; the dump names each socket's inode, so the counters of a
+process's sockets added up are its network traffic.
+
+Why not simpler means: ``/proc/<pid>/io`` misses memcached's writes (it writes with
+``sendmsg``); psutil's connection listing parses the machine's whole ``/proc/net/tcp``, which
+after a test suite holds thousands of TIME_WAIT entries and took up to a second, long enough
+for the reading to land after the load had ended.
+
+A connection opened during the interval counts from zero; one closed during it loses its
+counters, which the load phase never does (the sampler reads inside the kept interval).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
-import psutil
 from pyroute2 import DiagSocket
 
 __all__ = ["tcp_bytes"]
@@ -23,8 +30,8 @@ _INET_DIAG_INFO = 2  # the tcp_info extension
 _ESTABLISHED = 1
 
 
-def _socket_counters() -> dict[tuple, tuple[int, int]]:
-    """(local ip, local port, remote ip, remote port) -> (bytes received, bytes acknowledged)."""
+def _socket_counters() -> dict[int, tuple[int, int]]:
+    """Socket inode -> (bytes received, bytes acknowledged), established TCP connections."""
     counters = {}
     with DiagSocket() as diag:
         diag.bind()
@@ -33,48 +40,43 @@ def _socket_counters() -> dict[tuple, tuple[int, int]]:
                 family=family, states=1 << _ESTABLISHED, extensions=1 << (_INET_DIAG_INFO - 1)
             ):
                 info = message.get_attr("INET_DIAG_INFO")
-                if info is None:
-                    continue
-                key = (message["idiag_src"], message["idiag_sport"], message["idiag_dst"], message["idiag_dport"])
-                counters[key] = (int(info.get("tcpi_bytes_received") or 0), int(info.get("tcpi_bytes_acked") or 0))
+                if info is not None:
+                    counters[int(message["idiag_inode"])] = (
+                        int(info.get("tcpi_bytes_received") or 0), int(info.get("tcpi_bytes_acked") or 0))
     return counters
 
 
-def tcp_bytes(pids: dict[str, int], attempts: int = 3) -> tuple[float, dict[str, tuple[int, int]]]:
-    """The time of the reading (unix seconds) and, per process name, (bytes received, bytes
-    sent) over all its established TCP connections, since each connection opened.
-
-    The machine's connections are listed once (psutil, with their owners' pids), then the
-    counters are dumped, timed when the dump starts: a slow listing must not shift the time
-    the counters belong to. A socket dump is not atomic: a socket can be missing from it, and a
-    connection can open or close between the listing and the dump. Each process's figure comes
-    from the first of up to `attempts` dumps that holds all of its listed connections (never a
-    mix of dumps, which would read some sockets later than others); a process never complete,
-    gone, or not listed is left out rather than counted short."""
-    wanted_pids = {pid: name for name, pid in pids.items()}
-    connections: dict[str, list[tuple]] = {name: [] for name in pids}
+def _socket_inodes(pid: int) -> set[int] | None:
+    """The inodes of the sockets `pid` holds open; None when the process is gone."""
     try:
-        listed = psutil.net_connections(kind="tcp")
-    except psutil.Error:
-        return time.time(), {}
-    for connection in listed:
-        name = wanted_pids.get(connection.pid)
-        if name is not None and connection.raddr and connection.status == psutil.CONN_ESTABLISHED:
-            connections[name].append(
-                (connection.laddr.ip, connection.laddr.port, connection.raddr.ip, connection.raddr.port))
-    connections = {name: keys for name, keys in connections.items() if psutil.pid_exists(pids[name])}
-    totals: dict[str, tuple[int, int]] = {}
-    at = None
-    for _ in range(attempts):
-        started = time.time()
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    inodes = set()
+    for descriptor in descriptors:
         try:
-            counters = _socket_counters()
-        except (OSError, RuntimeError):
+            target = os.readlink(f"/proc/{pid}/fd/{descriptor}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(int(target[len("socket:["):-1]))
+    return inodes
+
+
+def tcp_bytes(pids: dict[str, int]) -> tuple[float, dict[str, tuple[int, int]]]:
+    """The time of the reading (unix seconds, when the counters were dumped) and, per process
+    name, (bytes received, bytes sent) over all its established TCP connections since each
+    opened. A process that is gone, or when the counters cannot be read, is left out."""
+    inodes = {name: _socket_inodes(pid) for name, pid in pids.items()}
+    at = time.time()
+    try:
+        counters = _socket_counters()
+    except (OSError, RuntimeError):
+        return at, {}
+    totals = {}
+    for name, held in inodes.items():
+        if held is None:
             continue
-        at = started if at is None else at
-        for name, keys in connections.items():
-            if name not in totals and all(key in counters for key in keys):
-                totals[name] = (sum(counters[k][0] for k in keys), sum(counters[k][1] for k in keys))
-        if len(totals) == len(connections):
-            break
-    return (at if at is not None else time.time()), totals
+        found = [counters[i] for i in held if i in counters]
+        totals[name] = (sum(c[0] for c in found), sum(c[1] for c in found))
+    return at, totals
