@@ -25,8 +25,8 @@ def resources_section(summary: ResultsSummary) -> Section | None:
     text = [
         "What every program of the runs used over the kept interval, measured from outside: processor time per "
         "process (the kernel's accounting, psutil) and bytes sent and received over TCP (the kernel's per-socket "
-        "counters), taken when the kept interval starts and ends (seed 004: CPU and network utilization of every "
-        "process). Cores busy = processor seconds per second (1 = one core fully used)."
+        "counters), processor time at the kept interval's ends and bytes a quarter second inside them (seed 004: CPU "
+        "and network utilization of every process). Cores busy = processor seconds per second (1 = one core fully used)."
     ]
     items: list[Table | Figure] = []
     if demands is not None:
