@@ -4,15 +4,14 @@ doctored copy; on a real experiment the laws hold between programs that count in
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from memrelay_lab.analysis import checks_frame, consistency_checks, net_thread_utilization_checks
 from memrelay_lab.cli import main
-from memrelay_lab.results import load, summarize
+from memrelay_lab.results import load
 
 
 @dataclass
@@ -20,7 +19,7 @@ class FakeResults:
     runs: pd.DataFrame
     windows: pd.DataFrame
     servers: pd.DataFrame
-    processes: pd.DataFrame = None
+    processes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def consistent(repetitions: int = 3) -> FakeResults:

@@ -102,8 +102,10 @@ sys.stdin.readline()
 """
 
 
-def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
-    """The reference is the payload the test itself exchanged with the child over TCP."""
+def _exchange_with_child(interval_s: float, leave_early: bool) -> dict:
+    """Sample a child that sends the test 100,000 bytes and receives 7,777 between the two
+    network readings; with `leave_early` it is killed after the second network reading, before
+    the last processor snapshot. The child's record in cpu.json."""
     import socket
 
     listener = socket.create_server(("127.0.0.1", 0))
@@ -114,7 +116,7 @@ def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
     try:
         peer, _ = listener.accept()
         now = time.time()
-        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 3.0)
+        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 0.1 + interval_s)
         sampler.begin()
         _wait_for_network_readings(sampler, 1)
         child.stdin.write("go\n")
@@ -124,47 +126,29 @@ def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
             received += len(peer.recv(65536))
         peer.sendall(b"y" * 7_777)
         assert child.stdout.readline().strip() == "done"
+        if leave_early:
+            _wait_for_network_readings(sampler, 2)  # then leave, a quarter second before the last snapshot
+            child.kill()
+            child.wait()
         document = sampler.finish()
     finally:
         child.kill()
         child.wait()
         listener.close()
-    record = document["processes"]["client-0-0"]
+    return document["processes"]["client-0-0"]
+
+
+def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
+    """The reference is the payload the test itself exchanged with the child over TCP."""
+    record = _exchange_with_child(2.9, leave_early=False)
     assert record["sent_bytes"] == 100_000
     assert record["received_bytes"] == 7_777
+    assert record["cpu_s"] >= 0
 
 
 def test_a_process_that_leaves_before_the_last_processor_snapshot_keeps_its_bytes():
     """A load generator that exits as the kept interval ends misses the last processor snapshot;
     the network snapshots, a quarter second inside the interval, still have it."""
-    import socket
-
-    listener = socket.create_server(("127.0.0.1", 0))
-    child = subprocess.Popen(
-        [sys.executable, "-c", NET_CHILD, str(listener.getsockname()[1])],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        peer, _ = listener.accept()
-        now = time.time()
-        sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 2.1)
-        sampler.begin()
-        _wait_for_network_readings(sampler, 1)
-        child.stdin.write("go\n")
-        child.stdin.flush()
-        received = 0
-        while received < 100_000:
-            received += len(peer.recv(65536))
-        peer.sendall(b"y" * 7_777)
-        assert child.stdout.readline().strip() == "done"
-        _wait_for_network_readings(sampler, 2)  # then leave, a quarter second before the last snapshot
-        child.kill()
-        child.wait()
-        document = sampler.finish()
-    finally:
-        child.kill()
-        child.wait()
-        listener.close()
-    record = document["processes"]["client-0-0"]
+    record = _exchange_with_child(2.0, leave_early=True)
     assert "cpu_s" not in record
     assert (record["sent_bytes"], record["received_bytes"]) == (100_000, 7_777)

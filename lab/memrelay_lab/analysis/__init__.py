@@ -4,6 +4,7 @@ interactive-law and factorial tables. Reads `results` and `theory`; never loads 
 from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_models import ExtremeDesign, ModelFit, compare_models, extreme_design, extreme_levels, fits_of
+from ._factorial_tables import RESPONSES as FACTORIAL_RESPONSES
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
 from ._max_throughput import MaxThroughput, max_throughput
 from ._mix_models import mix_models
@@ -19,6 +20,7 @@ from ._tables import interactive_law_table, model_metric_table
 from ._time_distributions import REQUEST_TIMES, distribution_statistics, logged_requests, time_distributions
 
 __all__ = [
+    "FACTORIAL_RESPONSES",
     "ExtremeDesign",
     "ModelFit",
     "compare_models",

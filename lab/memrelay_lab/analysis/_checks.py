@@ -91,7 +91,7 @@ def consistency_checks(
             checks.append(_littles_law_middleware(run_id, mw, tolerance))
             checks.append(_flow_clients_middleware(run_id, row, mw, tolerance))
             checks.append(_flow_middleware_servers(run_id, row, results.servers, tolerance))
-            checks += _byte_balance(run_id, row, getattr(results, "processes", pd.DataFrame()), tolerance)
+            checks += _byte_balance(run_id, row, results.processes, tolerance)
         checks.append(_stationarity(run_id, results.windows, tolerance))
     if clients is not None:
         checks += _interval_widths(clients.reset_index(), target, level, list(config_columns))

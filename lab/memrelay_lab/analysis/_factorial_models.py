@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..results import POPULATION, ResultsSummary
+from ..results import ResultsSummary
 from ..theory import FactorialDesignError, FactorialResult, factorial_design
+from ._factorial_tables import design_columns
 
 __all__ = ["ExtremeDesign", "ModelFit", "compare_models", "extreme_design", "extreme_levels", "fits_of", "model_fit"]
 
@@ -85,11 +86,7 @@ def extreme_design(summary: ResultsSummary) -> tuple[ExtremeDesign | None, str]:
     """The 2^k r design on the smallest and largest level of every swept parameter (population
     parameters as one, ``clients``), or None with the reason: fewer than two swept parameters,
     a level combination missing, or fewer than two repetitions of one."""
-    factors: list[str] = []
-    for parameter in summary.swept:
-        column = "clients" if parameter in POPULATION else parameter
-        if column not in factors and column in summary.runs:
-            factors.append(column)
+    factors = [c for c in design_columns(summary) if c in summary.runs]
     numeric = [f for f in factors if pd.api.types.is_numeric_dtype(summary.runs[f])
                and not pd.api.types.is_bool_dtype(summary.runs[f])]
     if len(numeric) < 2:

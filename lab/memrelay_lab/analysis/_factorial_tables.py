@@ -39,6 +39,16 @@ class FactorialPlan:
 MAX_FACTORIAL_SLICES = 6
 
 
+def design_columns(summary: ResultsSummary) -> list[str]:
+    """The swept parameters as a design's candidate factors, the population ones as one: clients."""
+    columns: list[str] = []
+    for parameter in summary.swept:
+        column = "clients" if parameter in POPULATION else parameter
+        if column not in columns:
+            columns.append(column)
+    return columns
+
+
 def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, str]:
     """The 2^k r design(s) of the folder, or None, with the reason.
 
@@ -48,11 +58,7 @@ def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, st
     must hold all 2^k level combinations, once each, all with the same number r >= 2 of
     repetitions (seed 000 §6).
     """
-    columns = []
-    for parameter in summary.swept:
-        column = "clients" if parameter in POPULATION else parameter
-        if column not in columns:
-            columns.append(column)
+    columns = design_columns(summary)
     table = summary.table
     table = table[np.isfinite(table["throughput"].to_numpy(dtype=float))]
     levels = {c: table[c].astype(str).nunique() for c in columns}

@@ -5,8 +5,6 @@ time (`queue_length_series`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 __all__ = ["process_utilization", "queue_length_series", "server_load"]

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
-from ..analysis import extreme_design, fits_of
-from ..analysis._factorial_tables import RESPONSES
+from ..analysis import FACTORIAL_RESPONSES, extreme_design, fits_of
 from ..results import ResultsSummary
 from . import _plots
 from ._document import Figure, Section, Table
@@ -30,7 +29,7 @@ def factorial_models_section(summary: ResultsSummary) -> Section | None:
         "better model is the one whose errors are smaller against its effects."
     ]
     items: list[Table | Figure] = []
-    for response, label in RESPONSES:
+    for response, label in FACTORIAL_RESPONSES:
         fits = fits_of(design, response)
         if fits is None:
             continue
