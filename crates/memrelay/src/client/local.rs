@@ -17,10 +17,12 @@ use crate::measure::live::LiveTotals;
 use crate::measure::metrics::Kind;
 use crate::servers::Registry;
 
-/// What `version` answers: the memcached protocol version memrelay speaks, then its own. Clients
-/// parse the leading `major.minor.micro` (libmemcached does, and its conformance suite expects
-/// 1.6's answers from a 1.6 server); the suffix says who answered.
-pub(crate) const VERSION_REPLY: &str = concat!("1.6.0-memrelay-", env!("CARGO_PKG_VERSION"));
+/// What `version` answers: the memcached protocol version memrelay speaks and nothing else.
+/// Clients parse it differently (libmemcached reads the leading `major.minor.micro` and its
+/// conformance suite expects 1.6's answers from a 1.6 server; the Node `memcached` package takes
+/// the *last* `x.y.z` of the line, so a suffix such as `-memrelay-0.1.0` read as 0.1.0), so the
+/// line carries one version only; memrelay's own is `stats`' `memrelay_version`.
+pub(crate) const VERSION_REPLY: &str = "1.6.0";
 
 /// memcached's `stats` groups memrelay gathers from every server (`relay::stats`); it answers
 /// the others itself.
@@ -106,6 +108,7 @@ impl LocalAnswers {
         compose::stat(out, "uptime", self.started.elapsed().as_secs());
         compose::stat(out, "time", unix);
         compose::stat(out, "version", VERSION_REPLY);
+        compose::stat(out, "memrelay_version", env!("CARGO_PKG_VERSION"));
         compose::stat(out, "threads", self.threads);
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));

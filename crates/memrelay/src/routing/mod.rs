@@ -95,7 +95,7 @@ impl Router {
         match request.command {
             Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => Plan::Local,
             // The groups memrelay gathers from every server (`relay::stats`).
-            Command::Stats | Command::FlushAll => {
+            Command::Stats | Command::FlushAll | Command::CacheMemlimit => {
                 out.targets.extend(&self.ids);
                 Plan::Replicate
             }

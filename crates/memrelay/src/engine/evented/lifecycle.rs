@@ -33,7 +33,7 @@ impl EventLoop {
         session.consume(request.consumed);
         session.engine.queue.push_back(index);
         let rr = self.round_robin;
-        if request.command.is_retrieval() {
+        if request.command.is_read() {
             self.round_robin = self.round_robin.wrapping_add(1);
         }
         let plan = self.config.router.route(&request, &entry.input, rr, &mut self.route);
