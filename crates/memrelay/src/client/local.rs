@@ -117,12 +117,21 @@ impl LocalAnswers {
         let generation = self.current.get();
         let names = self.registry.names();
         compose::stat(out, "config_generation", generation.number);
+        compose::stat(out, "write_policy", generation.router.write_policy().name());
         for i in 0..names.len() {
             let state = if generation.servers.contains(&i) { self.health.state(i) } else { "retired" };
             compose::stat(out, &format!("server_{i}_state"), state);
             compose::stat(out, &format!("server_{i}_downs"), self.health.downs(i));
             compose::stat(out, &format!("server_{i}_restarts"), self.health.restarts(i));
             compose::stat(out, &format!("server_{i}_cold"), u8::from(self.health.is_cold(i)));
+            let repair = self.health.repair();
+            let counts = repair.counts(i);
+            compose::stat(out, &format!("server_{i}_repairing"), u8::from(repair.is_repairing(i)));
+            compose::stat(out, &format!("server_{i}_repair_pending"), counts.pending);
+            compose::stat(out, &format!("server_{i}_repair_queued"), counts.queued);
+            compose::stat(out, &format!("server_{i}_repaired"), counts.repaired);
+            compose::stat(out, &format!("server_{i}_repair_dropped"), counts.dropped);
+            compose::stat(out, &format!("server_{i}_resyncs"), counts.resyncs);
         }
         let Some(totals) = self.live.totals() else {
             out.extend_from_slice(compose::END);

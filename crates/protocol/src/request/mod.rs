@@ -121,6 +121,21 @@ impl Command {
         matches!(self, Command::Get | Command::Gets | Command::Gat | Command::Gats)
     }
 
+    /// Writes of one key that every replica of it must take (copied to them, or repaired).
+    pub fn is_keyed_write(self) -> bool {
+        self.is_storage()
+            || matches!(
+                self,
+                Command::Delete
+                    | Command::Incr
+                    | Command::Decr
+                    | Command::Touch
+                    | Command::MetaSet
+                    | Command::MetaDelete
+                    | Command::MetaArithmetic
+            )
+    }
+
     /// Reads that take their turn in the read round robin: the retrievals and `mg`.
     pub fn is_read(self) -> bool {
         self.is_retrieval() || self == Command::MetaGet
