@@ -176,9 +176,10 @@ pub struct Routing {
 }
 
 impl Routing {
-    /// Whether a failed read is retried on another replica.
+    /// Whether a failed read is retried on another replica: asked for with ketama, and always
+    /// under a write policy that repairs (a replica that cannot answer is expected there).
     pub fn fails_over(&self) -> bool {
-        self.failover && self.distribution == Distribution::Ketama
+        (self.failover && self.distribution == Distribution::Ketama) || self.write_policy.repairs()
     }
 }
 

@@ -61,6 +61,14 @@ pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Cur
                 continue;
             }
             if answers_version(registry.addr(server), timeout) {
+                // Back from down, perhaps restarted (empty): say so before it is used again, so
+                // that a repair resyncs it before reads reach it.
+                if let Some(seen) = server_identity(registry.addr(server), timeout) {
+                    if identity[server].is_some_and(|(pid, uptime)| seen.0 != pid || seen.1 < uptime) {
+                        health.restarted(server);
+                    }
+                    identity[server] = Some(seen);
+                }
                 health.probe_answered(server, since.elapsed());
                 seen_down[server] = None;
             } else {

@@ -48,17 +48,17 @@ pub(crate) fn run(
         let generation = current.get();
         let repairs = generation.router.write_policy().repairs();
         let repair = health.repair();
+        let mut busy = false;
         for &server in &generation.servers {
-            let restarts = thread.health.restarts(server);
+            // Looked at right before the server's work, so that a restart noticed meanwhile is
+            // resynced before the missed keys are copied and reads come back to it.
+            let restarts = health.restarts(server);
             if restarts != restarts_seen[server] {
                 restarts_seen[server] = restarts;
                 if repairs {
                     repair.restarted(server);
                 }
             }
-        }
-        let mut busy = false;
-        for &server in &generation.servers {
             let repairing = repair.is_repairing(server);
             if repairing != was_repairing[server] {
                 was_repairing[server] = repairing;

@@ -145,7 +145,7 @@ impl EventLoop {
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
         let key = request.key(&entry.input);
         // A read with failover: try the key's next replica.
-        if self.config.failover && entry.plan != Plan::Split && request.command.is_retrieval() {
+        if self.config.failover && entry.plan != Plan::Split && request.command.is_read() {
             if let TargetResult::Failed(_) = entry.results[0] {
                 self.config.router.replicas(key, &mut self.replicas);
                 entry.attempts += 1;

@@ -136,7 +136,7 @@ impl Worker {
         }
         self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
         match plan {
-            Plan::Forward(first) if self.generation.failover && request.command.is_retrieval() => {
+            Plan::Forward(first) if self.generation.failover && request.command.is_read() => {
                 self.generation.router.replicas(request.key(&job.input), &mut self.replicas);
                 let mut attempt = 1;
                 while self.results[0].is_err() {
