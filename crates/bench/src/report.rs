@@ -82,7 +82,7 @@ impl Phase {
     }
 
     pub fn from_collector(c: &Collector, open_loop: bool) -> Phase {
-        Phase::from_stats(&c.totals, c.seconds(), open_loop.then_some(c.backlog), c.intervals.clone())
+        Phase::from_stats(&c.totals, c.covered_seconds(), open_loop.then_some(c.backlog), c.intervals.clone())
     }
 
     fn from_stats(stats: &Stats, seconds: f64, backlog: Option<u64>, intervals: Vec<Interval>) -> Phase {
