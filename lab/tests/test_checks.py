@@ -162,7 +162,7 @@ def test_check_passes_the_laws_on_both_engines_and_fails_on_doctored_copies(tmp_
 
     from memrelay_lab import parse_experiment, run_experiment
 
-    from .conftest import binaries
+    from conftest import binaries
 
     out = tmp_path / "engines"
     with open(os.devnull, "w") as quiet:
