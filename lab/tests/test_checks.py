@@ -182,7 +182,8 @@ def test_check_passes_the_laws_on_both_engines_and_fails_on_doctored_copies(tmp_
     assert sorted(engines.values()) == ["evented", "pool"]
     assert {(check, verdict) for check, _, verdict, _ in found} == {(law, "pass") for law in laws}, found
 
-    for doctor, law in ((lambda w: w.update(in_system_mean=w["in_system_mean"] / 1.36), "Little's law inside memrelay"),
+    # A count that misses three requests in eight (beyond the pool's wider tolerance too).
+    for doctor, law in ((lambda w: w.update(in_system_mean=w["in_system_mean"] / 1.6), "Little's law inside memrelay"),
                         (lambda w: w.update(count=w["count"] // 2, types={k: {**t, "count": t["count"] // 2}
                                                                           for k, t in w["types"].items()}),
                          "Flow balance: clients = middlewares")):
