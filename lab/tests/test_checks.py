@@ -31,7 +31,8 @@ def consistent(repetitions: int = 3) -> FakeResults:
         x = 8000.0 * (1 + 0.001 * rep)
         common = {"run_id": run_id, "configuration": 0, "repetition": rep, "clients": 16, "pipeline": 1, "multiget": 1}
         runs.append({**common, "source": "clients", "throughput": x, "response_ms": 16 / x * 1000})
-        runs.append({**common, "source": "middleware", "throughput": x * 0.99, "response_ms": 1.5})
+        runs.append({**common, "source": "middleware", "throughput": x * 0.99, "response_ms": 1.5,
+                     "in_system": x * 0.99 * 1.5e-3})
         for t in range(1, 5):
             windows.append({"run_id": run_id, "source": "clients", "t_s": t, "kept": True, "count": x, "length_s": 1.0})
         for server in range(2):
@@ -59,7 +60,7 @@ def test_consistent_figures_pass_every_check():
     assert found["Flow balance: middlewares = servers"] == {"pass"}
     assert found["Stationarity of the kept windows"] == {"pass"}
     assert found["Confidence interval of throughput"] == {"pass"}
-    assert found["Little's law inside memrelay"] == {"skipped"}
+    assert found["Little's law inside memrelay"] == {"pass"}
     assert found["Byte balance through memrelay (in)"] == {"pass"}
     assert found["Byte balance through memrelay (out)"] == {"pass"}
 
@@ -69,6 +70,8 @@ def test_each_check_fails_on_a_doctored_copy():
     clients = doctored.runs["source"] == "clients"
     doctored.runs.loc[clients & (doctored.runs["repetition"] == 0), "response_ms"] *= 1.5  # R that N = X R refutes
     doctored.runs.loc[~clients & (doctored.runs["repetition"] == 1), "throughput"] /= 2  # a middleware losing requests
+    # A count that starts later than R (the pool once counted from the queue, R from the first byte).
+    doctored.runs.loc[~clients & (doctored.runs["repetition"] == 2), "in_system"] /= 1.36
     missed = (doctored.servers["run_id"] == "c0-r2") & (doctored.servers["server"] == 0)
     doctored.servers.loc[missed, ["cmd_get", "cmd_set"]] = 0  # a server that never saw its requests
     ramp = doctored.windows["run_id"] == "c0-r0"
@@ -80,6 +83,7 @@ def test_each_check_fails_on_a_doctored_copy():
     assert set(zip(failed["check"], failed["scope"])) >= {
         ("Little's law at the clients", "c0-r0"),
         ("Flow balance: clients = middlewares", "c0-r1"),
+        ("Little's law inside memrelay", "c0-r2"),
         ("Flow balance: middlewares = servers", "c0-r2"),
         ("Stationarity of the kept windows", "c0-r0"),
         ("Confidence interval of response time", "configuration 0"),
@@ -126,3 +130,71 @@ def test_check_on_a_real_experiment(report_results, capsys):
     document = json.loads(capsys.readouterr().out)
     assert status == (1 if document["failed"] else 0)
     assert {"check", "scope", "value", "expected", "verdict"} <= set(document["checks"][0])
+
+
+ENGINES_SPEC = """\
+name = "engines-check"
+description = "check: Little's law and flow balance on each engine"
+servers = 2
+client_machines = 1
+instances_per_machine = 1
+threads_per_instance = 2
+clients_per_thread = 4
+workload = "1:10"
+middlewares = 1
+workers = 4
+engine = ["pool", "evented"]
+repetitions = 1
+test_time = 5
+warmup = 1
+cooldown = 1
+keys = 1000
+"""
+
+
+def test_check_passes_the_laws_on_both_engines_and_fails_on_doctored_copies(tmp_path, capsys):
+    """A small real run on each engine: `memrelay-lab check` passes every Little's-law and flow
+    check (memrelay counts a request inside from its first byte, the interval R covers, on both);
+    a copy of the results whose memrelay windows read fewer requests inside fails, as does one
+    whose middleware counted fewer requests."""
+    import os
+    import shutil
+
+    from memrelay_lab import parse_experiment, run_experiment
+
+    from conftest import binaries
+
+    out = tmp_path / "engines"
+    with open(os.devnull, "w") as quiet:
+        summary = run_experiment(parse_experiment(ENGINES_SPEC, source="engines-check.toml"), out,
+                                 binaries=binaries(), progress=quiet, handle_signals=False)
+    assert summary.ok, summary.failures
+    laws = ("Little's law at the clients", "Little's law inside memrelay", "Flow balance: clients = middlewares",
+            "Flow balance: middlewares = servers")
+
+    def verdicts(folder):
+        main(["check", str(folder)])
+        document = json.loads(capsys.readouterr().out)
+        return [(c["check"], c["scope"], c["verdict"], c["value"]) for c in document["checks"] if c["check"] in laws]
+
+    found = verdicts(out)
+    engines = {run["id"]: run["parameters"]["engine"] for run in load(out).manifest["runs"]}
+    assert sorted(engines.values()) == ["evented", "pool"]
+    assert {(check, verdict) for check, _, verdict, _ in found} == {(law, "pass") for law in laws}, found
+
+    # A count that misses three requests in eight (beyond the pool's wider tolerance too).
+    for doctor, law in ((lambda w: w.update(in_system_mean=w["in_system_mean"] / 1.6), "Little's law inside memrelay"),
+                        (lambda w: w.update(count=w["count"] // 2, types={k: {**t, "count": t["count"] // 2}
+                                                                          for k, t in w["types"].items()}),
+                         "Flow balance: clients = middlewares")):
+        copy = tmp_path / "doctored"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(out, copy)
+        for windows in copy.glob("runs/*/middleware-*/windows.jsonl"):
+            lines = [json.loads(line) for line in windows.read_text().splitlines()]
+            for window in lines:
+                if window.get("in_system_mean") is not None:
+                    doctor(window)
+            windows.write_text("".join(json.dumps(w) + "\n" for w in lines))
+        failed = {(check, scope) for check, scope, verdict, _ in verdicts(copy) if verdict == "FAIL"}
+        assert failed >= {(law, run_id) for run_id in engines}, (law, failed)

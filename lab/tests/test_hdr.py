@@ -101,7 +101,14 @@ def test_rejects_other_data():
 def test_middleware_percentiles_come_from_the_windows_hdrhistograms(report_results):
     """memrelay writes each window's response times as an HdrHistogram; merged over the kept
     windows they must agree with its whole-run 100 µs buckets (this experiment keeps the whole
-    run) to within a bucket, and lie below the clients' (who also wait for the network)."""
+    run) to within a bucket, and lie below the clients' (who also wait for the network).
+
+    Below the clients' only for the same requests: every request's time inside memrelay is part
+    of its time at the client, so each quantile of all the middlewares' times together lies below
+    that quantile of the clients'. One middleware's requests are a subset, whose quantile may lie
+    above the whole's when the other middleware was faster (middleware-0's p90 of 0.694 ms against
+    the clients' 0.645 ms failed a fresh clone). The 5% allow for the requests at the run's edges
+    that the kept windows leave out on memrelay's side and for the two histograms' rounding."""
     import json
 
     from memrelay_lab.results import bucket_histogram, load
@@ -109,6 +116,7 @@ def test_middleware_percentiles_come_from_the_windows_hdrhistograms(report_resul
 
     results = load(report_results)
     middleware = results.runs[results.runs["source"] == "middleware-0"].set_index("run_id")
+    middlewares = results.runs[results.runs["source"] == "middleware"].set_index("run_id")
     clients = results.runs[results.runs["source"] == "clients"].set_index("run_id")
     for record in results.manifest["runs"]:
         files = record["files"]["middlewares"][0]
@@ -118,4 +126,5 @@ def test_middleware_percentiles_come_from_the_windows_hdrhistograms(report_resul
         for name, q in (("p50", 50), ("p90", 90)):
             from_windows = middleware.loc[record["id"], f"response_{name}_ms"]
             assert abs(from_windows - buckets.percentile(q) / 1000) <= 0.1 + 0.05 * from_windows, (record["id"], name)
-            assert from_windows <= clients.loc[record["id"], f"response_{name}_ms"] * 1.05
+            every_request = middlewares.loc[record["id"], f"response_{name}_ms"]
+            assert every_request <= clients.loc[record["id"], f"response_{name}_ms"] * 1.05, (record["id"], name)

@@ -30,6 +30,8 @@ pub struct Collector {
     next_second: u64,
     pub intervals: Vec<Interval>,
     pub totals: Stats,
+    /// Earliest first send over the threads, ns since the phase start.
+    pub began_ns: Option<u64>,
     /// Latest end over the threads, ns since the phase start.
     pub end_ns: u64,
     pub endings: Vec<Ending>,
@@ -49,6 +51,7 @@ impl Collector {
             next_second: 0,
             intervals: Vec::new(),
             totals: Stats::default(),
+            began_ns: None,
             end_ns: 0,
             endings: Vec::new(),
             notes: Vec::new(),
@@ -72,9 +75,10 @@ impl Collector {
     }
 
     pub fn done(&mut self, done: Done) {
-        let Done { thread, second, stats, end_ns, ending, notes, error_events, backlog } = done;
+        let Done { thread, second, stats, began_ns, end_ns, ending, notes, error_events, backlog } = done;
         self.merge(second, stats);
         self.done[thread] = true;
+        self.began_ns = Some(self.began_ns.map_or(began_ns, |b| b.min(began_ns)));
         self.end_ns = self.end_ns.max(end_ns);
         self.endings.push(ending);
         self.notes.extend(notes.into_iter().map(|n| (thread, n)));
@@ -83,9 +87,17 @@ impl Collector {
         self.finalize_ready();
     }
 
-    /// Phase length in seconds.
+    /// Phase length in seconds, from main's start (the intervals' clock).
     pub fn seconds(&self) -> f64 {
         self.end_ns as f64 / 1e9
+    }
+
+    /// The span the recorded latencies lie in: from the first request sent to the last reply,
+    /// what the run's throughput is over. From main's start instead, the time the threads took
+    /// to get the phase's command (tens of milliseconds on a busy machine) would count as time
+    /// with no request in flight, and X·R would fall short of the clients.
+    pub fn covered_seconds(&self) -> f64 {
+        self.end_ns.saturating_sub(self.began_ns.unwrap_or(0)) as f64 / 1e9
     }
 
     fn merge(&mut self, second: u64, stats: Stats) {
@@ -164,6 +176,7 @@ mod tests {
             thread,
             second,
             stats: one(n),
+            began_ns: 0,
             end_ns,
             ending: Ending::Finished,
             notes: vec![],

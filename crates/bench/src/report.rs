@@ -38,6 +38,9 @@ pub struct Output<'a> {
 #[derive(Debug, Serialize)]
 pub struct Phase {
     pub duration_s: f64,
+    /// When the first request was sent, seconds after the phase started; the totals' rates are
+    /// over `duration_s - began_s`.
+    pub began_s: f64,
     #[serde(flatten)]
     pub summaries: Summaries,
     /// Open loop only: scheduled requests that were due before the end but never sent.
@@ -82,13 +85,18 @@ impl Phase {
     }
 
     pub fn from_collector(c: &Collector, open_loop: bool) -> Phase {
-        Phase::from_stats(&c.totals, c.seconds(), open_loop.then_some(c.backlog), c.intervals.clone())
+        let mut phase = Phase::from_stats(&c.totals, c.seconds(), open_loop.then_some(c.backlog), c.intervals.clone());
+        // The rates over the span the latencies lie in (from the first request sent).
+        phase.began_s = c.seconds() - c.covered_seconds();
+        phase.summaries = c.totals.summaries(c.covered_seconds());
+        phase
     }
 
     fn from_stats(stats: &Stats, seconds: f64, backlog: Option<u64>, intervals: Vec<Interval>) -> Phase {
         let total = stats.total();
         Phase {
             duration_s: seconds,
+            began_s: 0.0,
             summaries: stats.summaries(seconds),
             backlog,
             intervals,

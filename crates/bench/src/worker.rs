@@ -82,6 +82,9 @@ pub struct Done {
     pub thread: usize,
     pub second: u64,
     pub stats: Stats,
+    /// When the thread sent its first requests, ns since the phase start (the thread may get the
+    /// phase's command some time after main started its clock).
+    pub began_ns: u64,
     /// When the thread's phase ended, ns since the phase start.
     pub end_ns: u64,
     pub ending: Ending,
@@ -244,6 +247,7 @@ impl Worker {
         let (mut ring_conn, mut ring_cycle) = (0usize, 0u64);
 
         let now = clock();
+        let began_ns = now;
         for conn in self.conns.iter_mut().filter(|c| c.is_live()) {
             inflight += conn.fill(now, &gate, &self.templates);
             if let Err(why) = conn.flush() {
@@ -400,6 +404,7 @@ impl Worker {
             thread: self.thread,
             second,
             stats,
+            began_ns,
             end_ns: end,
             ending,
             error_events: notes.count,

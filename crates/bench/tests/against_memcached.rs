@@ -261,6 +261,32 @@ fn pipelined_clients_are_counted_exactly() {
     assert_eq!(u(&j["totals"]["hits"]), delta(&before, &after, "get_hits"));
 }
 
+/// Little's law for a closed loop without think time: its N clients always have one request out,
+/// so X·R = N over the span the latencies lie in. X is what memcached itself counted over the
+/// reported duration; R is the bench's mean latency. One thread, so every client begins at the
+/// same instant; the only edge is the end, where the clients stop one by one during their last
+/// round trip: X·R/N lies in [1 - (longest latency) / duration, 1] (a duration counted from
+/// before the first send, as before, put it below that).
+#[test]
+fn throughput_times_latency_is_the_closed_loop_population() {
+    const CLIENTS: f64 = 8.0;
+    let mc = Memcached::start();
+    let before = mc.stats();
+    let addr = mc.addr();
+    let out = bench(&["--server", &addr, "--threads", "1", "--clients", "8", "--test-time", "1.5", "--quiet"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let after = mc.stats();
+    let j = out.json.unwrap();
+    let served = (delta(&before, &after, "cmd_get") + delta(&before, &after, "cmd_set")) as f64;
+    assert_eq!(served as u64, u(&j["totals"]["count"]), "every request the bench counted reached memcached");
+    let duration = j["duration_s"].as_f64().unwrap() - j["began_s"].as_f64().unwrap();
+    let latency = &j["totals"]["latency_us"];
+    let (mean_s, max_s) = (latency["mean"].as_f64().unwrap() / 1e6, latency["max"].as_f64().unwrap() / 1e6);
+    let ratio = served / duration * mean_s / CLIENTS;
+    let floor = 1.0 - max_s / duration;
+    assert!(ratio <= 1.0 + 1e-6 && ratio >= floor, "X·R/N = {ratio:.4}, expected in [{floor:.4}, 1]");
+}
+
 #[test]
 fn connections_are_spread_over_servers_round_robin() {
     let (a, b) = (Memcached::start(), Memcached::start());

@@ -7,7 +7,8 @@ Per run (each compares figures that come from different programs, so a wrong one
   (X and R from memrelay-bench, N its virtual clients times the pipeline depth) must be 1
   within the tolerance. Below 1: the clients spend time outside the request (their own
   processing, a stalled client); above 1: requests counted that the clients did not wait for.
-- **Little's law inside memrelay**: the requests memrelay sampled inside itself against its
+- **Little's law inside memrelay**: the requests memrelay sampled inside itself (at random
+  instants, each counted from its first byte to its reply, the interval R covers) against its
   X R; skipped when memrelay did not sample them.
 - **Flow balance, clients and middlewares**: the throughput memrelay measured against the
   clients' over the same trimmed interval.
@@ -124,13 +125,15 @@ def _littles_law_middleware(run_id: str, mw: pd.Series, tolerance: float) -> Che
         return Check("Little's law inside memrelay", run_id, math.nan, "X·R / N = 1", None,
                      "memrelay did not sample the requests inside it")
     x, r = float(mw["throughput"]), float(mw["response_ms"]) / 1000
-    # Twice the tolerance: the pool engine counts a request in when its net thread queues it, while
-    # R starts at the request's first byte, which may wait for the client's previous job to return.
+    # Both engines count a request from the read that brought its first byte, as R runs. The
+    # pool's samples still read up to 15-25% low on a saturated machine (an event loop's within a
+    # few percent), a bias not yet explained: twice the tolerance there.
     detail = f"N sampled = {inside:.2f}"
-    if mw.get("engine") == "pool":
-        detail += " (pool: counted from the queue, R from the first byte)"
+    pool = mw.get("engine") == "pool"
+    if pool:
+        detail += " (pool: twice the tolerance, its samples may read low on a saturated machine)"
     return _ratio_check("Little's law inside memrelay", run_id, x * r / inside if inside > 0 else math.nan,
-                        2 * tolerance, "X·R / N = 1", detail)
+                        2 * tolerance if pool else tolerance, "X·R / N = 1", detail)
 
 
 def _flow_clients_middleware(run_id: str, clients: pd.Series, mw: pd.Series, tolerance: float) -> Check:

@@ -295,6 +295,8 @@ def _middleware_window(raw: dict, load_start: float, keep_from: float, keep_to: 
     measures = _type_measures(types, middleware=True)
     if 0 < share < 1:
         measures = {k: v * share if _is_additive(k) else v for k, v in measures.items()}
+    if share > 0 and overlap < length:
+        # Also when the load ended inside the kept part (share 1): the rate is over the overlap.
         window["length_s"] = overlap
     window.update(measures)
     window["queue_length"] = raw["queue_length_mean"]

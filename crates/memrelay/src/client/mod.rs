@@ -53,6 +53,8 @@ pub(crate) struct Session<E> {
     framing: Framing,
     /// No more requests: close once the output is written (quit, lost framing, shutdown).
     pub closing: bool,
+    /// Bytes wait, and the request they begin is counted inside memrelay ([`ClientSide::arriving`]).
+    arriving: bool,
     /// What the engine keeps per client.
     pub engine: E,
 }
@@ -126,6 +128,8 @@ pub(crate) struct ClientSide<E> {
     pub local: LocalAnswers,
     /// Accepting failed for want of descriptors: try again then.
     accept_retry_at: Option<Instant>,
+    /// Clients with bytes waiting (read, not yet taken as a request): see [`ClientSide::arriving`].
+    arriving: usize,
 }
 
 impl<E> ClientSide<E> {
@@ -144,6 +148,7 @@ impl<E> ClientSide<E> {
             max_clients,
             local,
             accept_retry_at: None,
+            arriving: 0,
         })
     }
 
@@ -171,6 +176,7 @@ impl<E> ClientSide<E> {
                         io: ClientIo::new(READ_CHUNK),
                         framing: Framing::default(),
                         closing: false,
+                        arriving: false,
                         engine: state(),
                     });
                 }
@@ -194,7 +200,34 @@ impl<E> ClientSide<E> {
     /// Reads what the client sent (see [`ClientIo::read`]); true when reading paused at `limit`.
     pub fn read(&mut self, slot: usize, to_eof: bool, limit: ReadLimit) -> bool {
         let Some(session) = self.sessions.get_mut(slot) else { return false };
-        session.io.read(&*session.socket, to_eof, limit)
+        let paused = session.io.read(&*session.socket, to_eof, limit);
+        self.note_arriving(slot);
+        paused
+    }
+
+    /// Requests that have begun to arrive and that no engine has taken yet: one per client
+    /// with bytes waiting. An engine counts them among the requests inside memrelay, so that
+    /// its count, like the response time, runs from the read that brought a request's first
+    /// byte (in the pool the next request of a client often arrives while the worker that
+    /// answered the previous one is still handing it back). A pipelining client's requests
+    /// behind its first waiting one are not counted until they come first.
+    pub fn arriving(&self) -> usize {
+        self.arriving
+    }
+
+    /// Brings [`ClientSide::arriving`] up to date after the client's waiting bytes changed (a
+    /// read, or requests taken from them).
+    pub fn note_arriving(&mut self, slot: usize) {
+        let Some(session) = self.sessions.get_mut(slot) else { return };
+        let waiting = !session.pending().is_empty();
+        if waiting != session.arriving {
+            session.arriving = waiting;
+            if waiting {
+                self.arriving += 1;
+            } else {
+                self.arriving -= 1;
+            }
+        }
     }
 
     /// Writes what the socket takes of the client's output; asks for writable events otherwise.
@@ -210,6 +243,9 @@ impl<E> ClientSide<E> {
     /// Removes the client and closes its socket (a worker may still hold a reference to it).
     pub fn close(&mut self, registry: &Registry, slot: usize) -> Session<E> {
         let session = self.sessions.remove(slot);
+        if session.arriving {
+            self.arriving -= 1;
+        }
         let fd = session.socket.as_raw_fd();
         let _ = registry.deregister(&mut SourceFd(&fd));
         let _ = session.socket.shutdown(std::net::Shutdown::Both);

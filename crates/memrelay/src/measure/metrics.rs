@@ -349,19 +349,14 @@ impl Recorder {
         }
     }
 
-    /// A request came into memrelay through this thread (the pool's net thread queued it).
-    #[inline]
-    pub fn request_in(&self) {
-        self.in_system.arrived(usize::from(self.thread));
-    }
-
     /// This thread wrote a request's reply (a pool worker).
     #[inline]
     pub fn request_out(&self) {
         self.in_system.departed(usize::from(self.thread));
     }
 
-    /// This thread has `count` requests in flight (an event loop, once per turn).
+    /// This thread counts `count` requests in (an event loop: those in flight and those arriving;
+    /// the pool's net thread: those it queued and those arriving).
     #[inline]
     pub fn requests_in_flight(&self, count: usize) {
         self.in_system.set(usize::from(self.thread), count);

@@ -23,7 +23,6 @@ impl EventLoop {
         let now = Instant::now();
         let index = self.inflight.alloc();
         self.inflight.count_in(index);
-        self.recorder.requests_in_flight(self.inflight.counted());
         let session = &mut self.clients.sessions[slot];
         let entry = self.inflight.get_mut(index);
         entry.client = Some(slot);
@@ -32,6 +31,10 @@ impl EventLoop {
         entry.times.enqueue = now;
         session.consume(request.consumed);
         session.engine.queue.push_back(index);
+        // The request is in flight now, no longer arriving.
+        self.clients.note_arriving(slot);
+        self.count_inside();
+        let entry = self.inflight.get_mut(index);
         let rr = self.round_robin;
         if request.command.is_read() {
             self.round_robin = self.round_robin.wrapping_add(1);
@@ -253,8 +256,8 @@ impl EventLoop {
                 self.recorder.record(kind_of(request), &entry.times, &entry.outcome, targets);
             }
             self.inflight.release(index);
-            self.recorder.requests_in_flight(self.inflight.counted());
         }
+        self.count_inside();
         self.flush(slot);
         self.close_if_done(slot);
     }

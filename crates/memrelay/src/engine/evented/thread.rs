@@ -145,6 +145,13 @@ impl EventLoop {
         self.clients.flush(self.poll.registry(), slot);
     }
 
+    /// Publishes this loop's count of the requests inside memrelay: those in flight and those
+    /// that began to arrive, so the count runs from the first byte, as the response time does
+    /// ([`crate::measure::in_system`]).
+    pub fn count_inside(&self) {
+        self.recorder.requests_in_flight(self.inflight.counted() + self.clients.arriving());
+    }
+
     /// Closes the client once it is finished: broken, or closing (or at EOF) with every reply
     /// written; entries still in flight are recycled when their replies arrive.
     pub fn close_if_done(&mut self, slot: usize) {
@@ -170,6 +177,7 @@ impl EventLoop {
                 self.inflight.release(index);
             }
         }
+        self.count_inside();
     }
 }
 
@@ -210,6 +218,7 @@ impl Scheduler for EventLoop {
             ReadLimit::None
         };
         self.clients.read(slot, to_eof, limit);
+        self.count_inside();
     }
 
     fn flush_client(&mut self, slot: usize) {
@@ -263,6 +272,8 @@ impl Scheduler for EventLoop {
                 return self.pump(slot);
             }
         }
+        self.clients.note_arriving(slot);
+        self.count_inside();
         self.close_if_done(slot);
     }
 
@@ -290,7 +301,7 @@ impl Scheduler for EventLoop {
             }
         }
         // Entries of clients that left are counted out when released, here or there.
-        self.recorder.requests_in_flight(self.inflight.counted());
+        self.count_inside();
     }
 
     fn begin_shutdown(&mut self) {

@@ -43,6 +43,9 @@ pub(crate) struct NetThread {
     free_jobs: Vec<Box<Job>>,
     /// The one round-robin counter (seed 000 section 1.3).
     round_robin: usize,
+    /// Requests queued since the start; the workers count the ones they answered out on their
+    /// own counters ([`crate::measure::in_system`]).
+    queued: usize,
     recorder: Recorder,
 }
 
@@ -54,7 +57,7 @@ impl NetThread {
         done: Receiver<Box<Job>>,
         recorder: Recorder,
     ) -> NetThread {
-        NetThread { poll, clients, queue, done, free_jobs: Vec::new(), round_robin: 0, recorder }
+        NetThread { poll, clients, queue, done, free_jobs: Vec::new(), round_robin: 0, queued: 0, recorder }
     }
 
     /// Answers a command memrelay answers itself, at once (nothing else of the client is in flight).
@@ -90,7 +93,10 @@ impl NetThread {
         job.request = Some(request);
         session.engine.busy = true;
         job.times.enqueue = Instant::now();
-        self.recorder.request_in();
+        // Counted before the send, which wakes a worker that may take this thread's processor.
+        self.clients.note_arriving(slot);
+        self.queued += 1;
+        self.count_inside();
         // Sampled as this request finds the queue (what waits ahead of it).
         self.recorder.queue_length(job.times.enqueue, self.queue.len());
         if self.queue.send(job).is_err() {
@@ -100,6 +106,13 @@ impl NetThread {
             return false;
         }
         true
+    }
+
+    /// Publishes this thread's count of the requests inside memrelay: the ones it queued and
+    /// those that began to arrive and wait for their client's previous one (the workers count
+    /// theirs out), so the count runs from the first byte, as the response time does.
+    fn count_inside(&self) {
+        self.recorder.requests_in_flight(self.queued + self.clients.arriving());
     }
 
     /// Reading pauses while a client has too much buffered; it resumes once that is parsed, or
@@ -150,6 +163,7 @@ impl Scheduler for NetThread {
         if self.clients.read(slot, to_eof, ReadLimit::Bytes(limit)) {
             self.clients.sessions[slot].engine.read_paused = true;
         }
+        self.count_inside();
     }
 
     fn flush_client(&mut self, slot: usize) {
@@ -185,7 +199,9 @@ impl Scheduler for NetThread {
             }
         }
         self.resume_reading(slot, starved);
+        self.clients.note_arriving(slot);
         self.close_if_done(slot);
+        self.count_inside();
     }
 
     fn engine_event(&mut self, _token: Token, _event: &Event) {}
