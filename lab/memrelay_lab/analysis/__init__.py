@@ -3,7 +3,16 @@ interactive-law and factorial tables. Reads `results` and `theory`; never loads 
 
 from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
-from ._factorial_models import ExtremeDesign, ModelFit, compare_models, extreme_design, extreme_levels, fits_of
+from ._factorial_models import (
+    ExtremeDesign,
+    ModelFit,
+    compare_models,
+    extreme_design,
+    extreme_designs,
+    extreme_levels,
+    fits_of,
+    write_share,
+)
 from ._factorial_tables import RESPONSES as FACTORIAL_RESPONSES
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
 from ._max_throughput import MaxThroughput, max_throughput
@@ -25,6 +34,8 @@ __all__ = [
     "ModelFit",
     "compare_models",
     "extreme_design",
+    "extreme_designs",
+    "write_share",
     "extreme_levels",
     "fits_of",
     "process_utilization",
