@@ -123,3 +123,11 @@ def test_two_level_categorical_is_a_factor_when_one_ordered_factor_varies():
     designs, reason = extreme_designs(_summary(rows, ["multiget", "sharded"]))
     assert reason == "" and len(designs) == 1 and designs[0].factors == ("multiget", "sharded")
     assert designs[0].levels == {"multiget": (1, 9), "sharded": ("False", "True")}
+
+
+def test_population_folded_into_one_client_count_is_no_factor():
+    # factorial-2k-1-3-servers.toml: instances x threads swap with the middlewares, 192 clients
+    rows = [{"servers": s, "middlewares": m, "workers": w, "clients": 192, "throughput": 10.0 * s + m + w + r}
+            for s in (1, 3) for m in (1, 2) for w in (8, 32) for r in (0, 1)]
+    designs, reason = extreme_designs(_summary(rows, ["servers", "middlewares", "workers", "instances_per_machine"]))
+    assert reason == "" and designs[0].factors == ("servers", "middlewares", "workers")

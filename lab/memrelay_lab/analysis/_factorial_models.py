@@ -125,8 +125,9 @@ def extreme_designs(summary: ResultsSummary) -> tuple[list[ExtremeDesign], str]:
     2^k factor has two levels, not necessarily an order). Every design needs each corner
     r >= 2 times, the same r everywhere.
     """
-    columns = [c for c in design_columns(summary) if c in summary.runs]
     runs = summary.runs[np.isfinite(summary.runs["throughput"].to_numpy(dtype=float))].copy()
+    # a swept population can fold into one client count (seed 003 §6: 3x1x2x32 = 3x2x1x32)
+    columns = [c for c in design_columns(summary) if c in runs and runs[c].astype(str).nunique() > 1]
     ordered = {}
     for column in columns:
         numbers = _ordered(runs, column)
