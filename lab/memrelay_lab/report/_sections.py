@@ -368,7 +368,8 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
     text = [
         f"A {reason} with factors {', '.join(plan.factors)} (levels: "
         + "; ".join(f"{f}: {', '.join(map(str, sorted(summary.runs[f].unique())))}" for f in plan.factors)
-        + "), additive model, on the clients' measurements (seed 000 §6). The last row of the sign table holds "
+        + "), additive model, on the clients' measurements (seed 000 §6, Tables 7-20; a read-write workload's "
+        "writes and reads also get a design each, Tables 17-20). The last row of the sign table holds "
         "the effects q; an effect is significant when its confidence interval excludes 0. "
         f"`interval`: {WIDE_MARK} where the interval's half width exceeds {CI_TARGET:.0%} of the effect."
     ]
