@@ -26,9 +26,13 @@ from ._network import Demands, NetworkModel, build_centers, measured_demands, ne
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
+from ._trace import TRACE_MEASURES, trace_frame, trace_statistics
 from ._time_distributions import REQUEST_TIMES, distribution_statistics, logged_requests, time_distributions
 
 __all__ = [
+    "TRACE_MEASURES",
+    "trace_frame",
+    "trace_statistics",
     "FACTORIAL_RESPONSES",
     "ExtremeDesign",
     "ModelFit",
