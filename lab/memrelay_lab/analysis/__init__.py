@@ -27,7 +27,13 @@ from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
 from ._trace import TRACE_MEASURES, trace_frame, trace_statistics
-from ._time_distributions import REQUEST_TIMES, distribution_statistics, logged_requests, time_distributions
+from ._time_distributions import (
+    REQUEST_TIMES,
+    distribution_statistics,
+    logged_requests,
+    summary_time_distributions,
+    time_distributions,
+)
 
 __all__ = [
     "TRACE_MEASURES",
@@ -52,6 +58,7 @@ __all__ = [
     "distribution_statistics",
     "logged_requests",
     "time_distributions",
+    "summary_time_distributions",
     "DEFAULT_CHECK_TARGET",
     "Check",
     "MaxThroughput",

@@ -24,7 +24,7 @@ def factorial_models_section(summary: ResultsSummary) -> Section | None:
     sliced = ", ".join(first.where)
     text = [
         f"A 2^{len(first.factors)} {first.replications} design on the smallest and largest level of every ordered "
-        f"swept parameter ({levels}; seed 002 §4 Tables 6-9: servers 3 and 7 × 1 % and 10 % writes, replication "
+        f"swept parameter ({levels}; seed 002 §4, its sign table in §4.2 and allocation of variation in §4.4: servers 3 and 7 × 1 % and 10 % writes, replication "
         "fixed to full)"
         + (f", one design per {sliced} (categorical parameters are fixed, as seed 000 §6 analyses each workload "
            "apart)" if sliced else "")
