@@ -26,6 +26,7 @@ from ._network import Demands, NetworkModel, build_centers, measured_demands, ne
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
+from ._relative import RELATIVE_MEASURES, relative_differences
 from ._trace import TRACE_MEASURES, trace_frame, trace_statistics
 from ._time_distributions import (
     REQUEST_TIMES,
@@ -36,6 +37,8 @@ from ._time_distributions import (
 )
 
 __all__ = [
+    "RELATIVE_MEASURES",
+    "relative_differences",
     "TRACE_MEASURES",
     "trace_frame",
     "trace_statistics",
