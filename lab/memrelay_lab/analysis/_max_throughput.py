@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .._values import configuration_label
+
 __all__ = ["MaxThroughput", "RESOURCE_ORDER", "best_per_group", "knee_table", "max_throughput", "summary_groups"]
 
 # The resources a configuration uses, most expensive first.
@@ -110,13 +112,14 @@ _KNEE = (
 )
 
 
-def knee_table(table: pd.DataFrame, by: str = "workers") -> pd.DataFrame | None:
-    """Seed 000 Table 6: one column per value of `by`, the measures of the smallest configuration
-    reaching that value's maximum throughput; None unless `by` and the clients both vary."""
+def knee_table(table: pd.DataFrame, by: str = "workers", within: list[str] | None = None) -> pd.DataFrame | None:
+    """Seed 000 Table 6: one column per value of `by` (within each group of `within`, e.g. per
+    workload), the measures of the smallest configuration reaching that value's maximum
+    throughput; None unless `by` and the clients both vary."""
     if by not in table or table[by].nunique() < 2 or "clients" not in table or table["clients"].nunique() < 2:
         return None
     columns = {}
-    for (value,), result in ((tuple(k.values()), r) for k, r in best_per_group(table, [by])):
+    for where, result in best_per_group(table, [*(within or []), by]):
         row = result.smallest
         column = {}
         for label, name in _KNEE:
@@ -125,7 +128,7 @@ def knee_table(table: pd.DataFrame, by: str = "workers") -> pd.DataFrame | None:
                 column[label] = row["clients"] / (response / 1e3) if response and response > 0 else math.nan
             else:
                 column[label] = row.get(name, math.nan)
-        columns[f"{by}={value}"] = column
+        columns[configuration_label(where)] = column
     if not columns:
         return None
     frame = pd.DataFrame(columns)

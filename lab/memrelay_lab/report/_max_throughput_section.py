@@ -62,7 +62,7 @@ def max_throughput_section(summary: ResultsSummary) -> Section | None:
         )
         items.append(Table("max_throughput_per_group", f"The smallest configuration reaching the maximum, per "
                            f"{' and '.join(by)} (seed 000 Tables 3–5, §2.3)", _per_group_frame(per_group, summary)))
-    knee = knee_table(summary.table)
+    knee = knee_table(summary.table, within=by)
     if knee is not None:
         text.append(
             "Per worker count, the smallest configuration reaching that count's maximum throughput: the knee of "
