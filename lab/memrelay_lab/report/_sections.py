@@ -466,4 +466,17 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
                        _mm_long(single.comparison, columns), csv=single.comparison))
     items.append(Table("mm1", "M/M/1 model (seed 000 Tables 22-25)", single.wide("mm1"), csv=single.mm1, index=True))
     items.append(Table("mmm", "M/M/m model (seed 000 Tables 27-30)", single.wide("mmm"), csv=single.mmm, index=True))
+    peak = mm_tables(table, service_rate="peak", config_columns=columns)
+    text.append(
+        "The same models with seed 000's service rate (§7.1-7.2, the rule behind its Tables 22-30): μ = the "
+        "highest throughput per middleware measured in the configuration's group (same parameters but the "
+        "clients) for M/M/1, μ / m per worker for M/M/m. The configuration that reached the peak has ρ = 1 and "
+        "no steady state under this rule; the service-time rule above reproduces R_mw at light load instead."
+    )
+    items.append(Table("mm_comparison_peak", "M/M/1 and M/M/m with the peak-throughput service rate against "
+                       "measured (seed 000 §7.1-7.2)", _mm_long(peak.comparison, columns), csv=peak.comparison))
+    items.append(Table("mm1_peak", "M/M/1 model, peak-throughput service rate (seed 000 Tables 22-25)",
+                       peak.wide("mm1"), csv=peak.mm1, index=True))
+    items.append(Table("mmm_peak", "M/M/m model, peak-throughput service rate (seed 000 Tables 27-30)",
+                       peak.wide("mmm"), csv=peak.mmm, index=True))
     return Section("Queueing models", text, items)
