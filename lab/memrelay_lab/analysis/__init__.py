@@ -21,7 +21,7 @@ from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
 from ._per_server_load import process_utilization, queue_length_series, server_load
-from ._server_visits import server_centers, server_demands, visit_ratios
+from ._server_visits import server_centers, server_demands, server_network, visit_ratios
 from ._network import Demands, NetworkModel, build_centers, measured_demands, network_model
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
@@ -55,6 +55,7 @@ __all__ = [
     "queue_length_series",
     "server_centers",
     "server_demands",
+    "server_network",
     "server_load",
     "visit_ratios",
     "REQUEST_TIMES",
