@@ -61,7 +61,8 @@ def max_throughput_section(summary: ResultsSummary) -> Section | None:
             "the baselines without middleware), the smallest reaching that group's maximum by the same rule."
         )
         items.append(Table("max_throughput_per_group", f"The smallest configuration reaching the maximum, per "
-                           f"{' and '.join(by)} (seed 000 Tables 3–5, §2.3)", _per_group_frame(per_group, summary)))
+                           f"{' and '.join(by)} (seed 000 Tables 3–5, §2.3)", _per_group_frame(per_group, summary),
+                           units={"miss rate": "probability"}))
     knee = knee_table(summary.table, within=by)
     if knee is not None:
         text.append(
