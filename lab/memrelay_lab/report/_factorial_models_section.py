@@ -57,7 +57,7 @@ def factorial_models_section(summary: ResultsSummary) -> Section | None:
             frame = pd.DataFrame(columns)
             frame.index.name = "measure"
             title = f"{label}, {where}" if where else label
-            name = slug(title).replace("-", "_")
+            name = slug(f"{response} {where}" if where else response).replace("-", "_")
             items.append(Table(f"extreme_models_{name}", f"Additive and multiplicative models: {title}", frame,
                                index=True,
                                row_units={**{r: "percent" for r in frame.index if "% of" in r},
