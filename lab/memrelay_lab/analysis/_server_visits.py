@@ -103,7 +103,7 @@ def server_network(demands: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame |
         x_model = float(result.throughput[-1]) * 1e3  # demands in ms: per ms to per second
         for i, (_, server) in enumerate(part.iterrows()):
             rows.append({
-                "configuration": configuration, "server": server["server"], "X_model": x_model,
+                "configuration": configuration, "server": int(server["server"]), "X_model": x_model,
                 "X_measured": float(row["throughput"]), "R_model_ms": float(result.response_time[-1]),
                 "R_measured_ms": response_ms, "U_model": float(result.utilization[-1, i]),
                 "U_measured": float(server["utilization"]), "Q_model": float(result.queue_length[-1, i]),
