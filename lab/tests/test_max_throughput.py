@@ -48,3 +48,43 @@ def test_the_summary_is_the_seeds_table_for_the_chosen_configuration():
 
 def test_one_configuration_has_nothing_to_choose_from():
     assert max_throughput(table().head(1)) is None
+
+
+def test_one_best_configuration_per_workload_and_block():
+    # two workloads x two blocks; the best of each group is worked out by hand from its rows
+    rows = [("read-only", 0, 8, 10_000), ("read-only", 0, 32, 12_000), ("write-only", 0, 8, 17_000),
+            ("write-only", 0, 32, 16_000), ("read-only", 1, 8, 20_000), ("read-only", 1, 32, 11_000),
+            ("write-only", 1, 8, 5_000), ("write-only", 1, 32, 9_000)]
+    frame = pd.DataFrame([{"configuration": i, "workload": w, "block": b, "clients": c, "throughput": float(x),
+                           "throughput_half_width": 100.0} for i, (w, b, c, x) in enumerate(rows)])
+    from memrelay_lab.analysis import best_per_group, summary_groups
+    by = summary_groups(frame)
+    assert by == ["block", "workload"]
+    best = {(g["block"], g["workload"]): int(r.best["clients"]) for g, r in best_per_group(frame, by)}
+    assert best == {(0, "read-only"): 32, (0, "write-only"): 8, (1, "read-only"): 8, (1, "write-only"): 32}
+
+
+# Seed 000 Table 6 (§4, write-only full system, 3 client machines x 2 instances x 1 thread):
+# per worker count the knee's VC, the middleware's and clients' throughput and the middleware's
+# response time; the "derived" throughput N / R_mw the seed printed: 8,962, 17,165, 20,113, 28,521.
+SEED_000_TABLE_6 = {8: (4, 6854, 6853, 2.68), 16: (10, 13771, 13771, 3.50), 32: (16, 16838, 16839, 4.77),
+                    64: (32, 24182, 24192, 6.73)}
+
+
+def test_knee_per_worker_count_with_the_derived_throughput_of_seed_000_table_6():
+    from memrelay_lab.analysis import knee_table
+    rows = []
+    for workers, (vc, x_mw, x_clients, r_mw) in SEED_000_TABLE_6.items():
+        for clients_per_thread, share in ((vc // 2, 0.6), (vc, 1.0), (vc * 2, 1.0)):  # flat after the knee
+            rows.append({"configuration": len(rows), "middlewares": 2, "workers": workers,
+                         "clients": 6 * clients_per_thread, "throughput": x_clients * share,
+                         "throughput_half_width": 50.0, "mw_throughput": x_mw * share, "mw_response_ms": r_mw,
+                         "response_ms": r_mw + 1.0})
+    knee = knee_table(pd.DataFrame(rows))
+    assert list(knee.columns) == ["workers=8", "workers=16", "workers=32", "workers=64"]
+    assert knee.loc["clients"].tolist() == [24, 60, 96, 192]  # the knee, not the larger flat point
+    derived = knee.loc["throughput, derived N / R_mw (requests/s)"].tolist()
+    # the seed divided by unrounded response times; its R is printed to 3 digits: within 0.2 %
+    for ours, seed in zip(derived, (8962, 17165, 20113, 28521)):
+        assert abs(ours - seed) / seed < 0.002
+    assert knee.loc["throughput, middleware (requests/s)"].tolist() == [6854, 13771, 16838, 24182]

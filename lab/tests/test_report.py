@@ -109,6 +109,10 @@ def test_cli_writes_html_markdown_figures_and_csv(report):
         "mm_comparison",
         "mm1",
         "mmm",
+        "mm_comparison_peak",
+        "mm1_peak",
+        "mmm_peak",
+        "server_network",
     } <= tables
     for name in tables:
         assert not pd.read_csv(out / "tables" / f"{name}.csv").empty, name

@@ -12,16 +12,21 @@ the design in a results folder (seed 002 §4: servers 3 and 7 of 3, 5, 7).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._values import configuration_label, plain
+from ..experiment import WORKLOADS, workload_ratio
 from ..results import ResultsSummary
 from ..theory import FactorialDesignError, FactorialResult, factorial_design
 from ._factorial_tables import design_columns
 
-__all__ = ["ExtremeDesign", "ModelFit", "compare_models", "extreme_design", "extreme_levels", "fits_of", "model_fit"]
+__all__ = [
+    "ExtremeDesign", "ModelFit", "compare_models", "extreme_design", "extreme_designs", "extreme_levels", "fits_of",
+    "model_fit", "write_share",
+]
 
 
 def extreme_levels(data: pd.DataFrame, factors: Sequence[str]) -> pd.DataFrame:
@@ -74,30 +79,97 @@ def compare_models(data: pd.DataFrame, factors: Sequence[str], response: str) ->
 
 @dataclass(frozen=True)
 class ExtremeDesign:
-    """A 2^k r design on the extreme levels: its factors, their two levels, the runs in it."""
+    """A 2^k r design on the extreme levels: its factors, their two levels, the runs in it,
+    and the values of the categorical parameters that sliced it out (``where``, empty when
+    none did: one design per workload in seed 000 §6, the full-replication one in 002 §4)."""
 
     factors: tuple[str, ...]
     levels: dict
     runs: pd.DataFrame
     replications: int
+    where: dict = field(default_factory=dict)
+
+
+def write_share(workload: str) -> float | None:
+    """The share of sets of a "SETS:GETS" workload, None for a named one (write-only, read-only,
+    50-50): a ratio is a quantity with a low and a high level (seed 001 §3's 1 % and 10 %
+    writes), the named workloads are separate experiments (seed 000 §6 analyses each apart)."""
+    if workload in WORKLOADS:
+        return None
+    sets, gets = workload_ratio(workload)
+    return sets / (sets + gets)
+
+
+def _ordered(runs: pd.DataFrame, column: str) -> pd.Series | None:
+    """The column as numbers that order its levels, or None when it is categorical."""
+    values = runs[column]
+    if pd.api.types.is_bool_dtype(values):
+        return None
+    if pd.api.types.is_numeric_dtype(values):
+        return values.astype(float)
+    if column == "workload":
+        shares = values.astype(str).map(write_share)
+        return None if shares.isna().any() else shares.astype(float)
+    return None
+
+
+def extreme_designs(summary: ResultsSummary) -> tuple[list[ExtremeDesign], str]:
+    """The 2^k r designs on the smallest and largest level of the swept parameters (population
+    parameters as one, ``clients``), or none with the reason.
+
+    Ordered parameters (numbers, and "SETS:GETS" workloads by their write share) are the
+    factors, reduced to their extreme levels. Categorical parameters (named workloads,
+    replication, distribution, ...) slice the folder into one design per value, as the seeds
+    fix them (000 §6: one design per workload; 002 §4: replication fixed to full); when fewer
+    than two ordered factors vary, two-level categorical parameters are factors too (a valid
+    2^k factor has two levels, not necessarily an order). Every design needs each corner
+    r >= 2 times, the same r everywhere.
+    """
+    runs = summary.runs[np.isfinite(summary.runs["throughput"].to_numpy(dtype=float))].copy()
+    # a swept population can fold into one client count (seed 003 §6: 3x1x2x32 = 3x2x1x32)
+    columns = [c for c in design_columns(summary) if c in runs and runs[c].astype(str).nunique() > 1]
+    ordered = {}
+    for column in columns:
+        numbers = _ordered(runs, column)
+        if numbers is not None:
+            ordered[column] = numbers
+    categorical = [c for c in columns if c not in ordered]
+    factors = list(ordered)
+    if len(factors) < 2:
+        factors += [c for c in categorical if runs[c].astype(str).nunique() == 2]
+    slice_by = [c for c in categorical if c not in factors]
+    if len(factors) < 2:
+        return [], "fewer than two parameters vary over two or more ordered levels"
+    # the design works on the ordering numbers (a workload's write share), labelled back below
+    keyed = runs.assign(**{c: ordered[c] for c in factors if c in ordered})
+    groups = list(keyed.groupby(slice_by, sort=True)) if slice_by else [((), keyed)]
+    designs = []
+    for key, group in groups:
+        where = dict(zip(slice_by, key if isinstance(key, tuple) else (key,)))
+        extremes = extreme_levels(group, [c for c in factors if c in ordered])
+        cells = extremes.groupby([extremes[f].astype(str) if f not in ordered else extremes[f] for f in factors]).size()
+        if len(cells) != 2 ** len(factors) or cells.nunique() != 1 or int(cells.iloc[0]) < 2:
+            label = f" for {configuration_label(where)}" if where else ""
+            return [], f"the extreme levels{label} do not form a complete 2^k r design with r ≥ 2"
+        levels = {}
+        for f in factors:
+            if f in ordered:
+                low, high = extremes[f].min(), extremes[f].max()
+                lookup = dict(zip(group[f], runs.loc[group.index, f]))
+                levels[f] = (plain(lookup[low]), plain(lookup[high]))
+            else:
+                low, high = sorted(extremes[f].astype(str).unique())
+                levels[f] = (low, high)
+        designs.append(ExtremeDesign(tuple(factors), levels, extremes, int(cells.iloc[0]), where))
+    if len({d.replications for d in designs}) != 1:
+        return [], "the designs have different numbers of repetitions"
+    return designs, ""
 
 
 def extreme_design(summary: ResultsSummary) -> tuple[ExtremeDesign | None, str]:
-    """The 2^k r design on the smallest and largest level of every swept parameter (population
-    parameters as one, ``clients``), or None with the reason: fewer than two swept parameters,
-    a level combination missing, or fewer than two repetitions of one."""
-    factors = [c for c in design_columns(summary) if c in summary.runs]
-    numeric = [f for f in factors if pd.api.types.is_numeric_dtype(summary.runs[f])
-               and not pd.api.types.is_bool_dtype(summary.runs[f])]
-    if len(numeric) < 2:
-        return None, "fewer than two numeric parameters vary"
-    runs = summary.runs[np.isfinite(summary.runs["throughput"].to_numpy(dtype=float))]
-    extremes = extreme_levels(runs, numeric)
-    cells = extremes.groupby(numeric).size()
-    if len(cells) != 2 ** len(numeric) or cells.nunique() != 1 or int(cells.iloc[0]) < 2:
-        return None, "the extreme levels do not form a complete 2^k r design with r ≥ 2"
-    levels = {f: (extremes[f].min(), extremes[f].max()) for f in numeric}
-    return ExtremeDesign(tuple(numeric), levels, extremes, int(cells.iloc[0])), ""
+    """The first of `extreme_designs` (the only one when no categorical parameter slices)."""
+    designs, reason = extreme_designs(summary)
+    return (designs[0], "") if designs else (None, reason)
 
 
 def fits_of(design: ExtremeDesign, response: str) -> tuple[ModelFit, ModelFit, str] | None:

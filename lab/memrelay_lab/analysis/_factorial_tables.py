@@ -87,11 +87,14 @@ def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, st
 
 
 RESPONSES = (("throughput", "throughput (requests/s)"), ("response_ms", "response time (ms)"))
+# Seed 000 §6.4 (Tables 17-20): a read-write workload's reads and writes, each its own design.
+PER_TYPE_RESPONSES = (("response_set_ms", "write response time (ms)"), ("response_get_ms", "read response time (ms)"))
 
 
 def factorial_results(summary: ResultsSummary) -> dict[str, FactorialResult]:
     """2^k r analyses of the clients' throughput and response time, keyed by a label
-    "<response>" or "<response>, <slice>" (empty when the folder is no such design)."""
+    "<response>" or "<response>, <slice>" (empty when the folder is no such design); in a
+    slice with both reads and writes, also of each type's response time (seed 000 §6.4)."""
     plan, _ = factorial_factors(summary)
     if plan is None:
         return {}
@@ -99,7 +102,8 @@ def factorial_results(summary: ResultsSummary) -> dict[str, FactorialResult]:
     for where, configurations in plan.slices:
         runs = summary.runs[summary.runs["configuration"].isin(configurations)]
         suffix = configuration_label(where, empty="")
-        for response, label in RESPONSES:
+        mixed = all(c in runs and runs[c].notna().all() for c, _ in PER_TYPE_RESPONSES)
+        for response, label in RESPONSES + (PER_TYPE_RESPONSES if mixed else ()):
             data = runs[[*plan.factors, response]].dropna()
             try:
                 result = factorial_design(data, plan.factors, response, level=summary.level)

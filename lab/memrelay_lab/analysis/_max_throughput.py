@@ -9,6 +9,12 @@ then fewest worker threads, then fewest clients (connections and memory; seed 00
 threads for 16 or 24 "with no significant throughput gain"). Its summary is the seeds' table:
 throughput, response time, time in queue, time at the servers, queue length and miss rate, as
 the clients and as the middlewares measured them.
+
+`best_per_group` finds it for each workload (and each block of a file with ``combinations``)
+apart, as seed 000 Tables 3-5 and §2.3 give reads and writes their own configuration;
+`knee_table` is seed 000 Table 6: per worker count, the smallest configuration reaching that
+count's maximum (the knee of its throughput curve), with the "derived" throughput N / R_mw
+(clients over the middleware's response time: what the middlewares alone would sustain).
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["MaxThroughput", "RESOURCE_ORDER", "max_throughput"]
+from .._values import configuration_label
+
+__all__ = ["MaxThroughput", "RESOURCE_ORDER", "best_per_group", "knee_table", "max_throughput", "summary_groups"]
 
 # The resources a configuration uses, most expensive first.
 RESOURCE_ORDER = ("middlewares", "workers", "clients")
@@ -68,3 +76,61 @@ def max_throughput(table: pd.DataFrame) -> MaxThroughput | None:
     resources = tuple(c for c in RESOURCE_ORDER if c in data and data[c].nunique() > 1) or ("clients",)
     ordered = reaches.sort_values([*resources, "throughput"], ascending=[True] * len(resources) + [False])
     return MaxThroughput(best=best, smallest=ordered.iloc[0], candidates=ordered, resources=resources)
+
+
+# Parameters whose values are separate experiments to the seeds, each with its own best.
+GROUPS = ("block", "workload")
+
+
+def summary_groups(table: pd.DataFrame) -> list[str]:
+    """The columns of `GROUPS` that take several values in `table`."""
+    return [c for c in GROUPS if c in table and table[c].nunique() > 1]
+
+
+def best_per_group(table: pd.DataFrame, by: list[str]) -> list[tuple[dict, MaxThroughput]]:
+    """`max_throughput` of each group of `by` (in table order), groups of fewer than two
+    configurations left out."""
+    found = []
+    groups = table.groupby(by, sort=False) if by else [((), table)]
+    for key, group in groups:
+        result = max_throughput(group)
+        if result is not None:
+            found.append((dict(zip(by, key if isinstance(key, tuple) else (key,))), result))
+    return found
+
+
+_KNEE = (
+    ("clients", "clients"),
+    ("throughput, middleware (requests/s)", "mw_throughput"),
+    ("throughput, derived N / R_mw (requests/s)", None),
+    ("throughput, clients (requests/s)", "throughput"),
+    ("time in queue (ms)", "mw_queue_ms"),
+    ("queue length", "mw_queue_length"),
+    ("time at the servers (ms)", "mw_service_ms"),
+    ("response time, middleware (ms)", "mw_response_ms"),
+    ("response time, clients (ms)", "response_ms"),
+)
+
+
+def knee_table(table: pd.DataFrame, by: str = "workers", within: list[str] | None = None) -> pd.DataFrame | None:
+    """Seed 000 Table 6: one column per value of `by` (within each group of `within`, e.g. per
+    workload), the measures of the smallest configuration reaching that value's maximum
+    throughput; None unless `by` and the clients both vary."""
+    if by not in table or table[by].nunique() < 2 or "clients" not in table or table["clients"].nunique() < 2:
+        return None
+    columns = {}
+    for where, result in best_per_group(table, [*(within or []), by]):
+        row = result.smallest
+        column = {}
+        for label, name in _KNEE:
+            if name is None:
+                response = row.get("mw_response_ms", math.nan)
+                column[label] = row["clients"] / (response / 1e3) if response and response > 0 else math.nan
+            else:
+                column[label] = row.get(name, math.nan)
+        columns[configuration_label(where)] = column
+    if not columns:
+        return None
+    frame = pd.DataFrame(columns)
+    frame.index.name = "measure"
+    return frame.dropna(how="all")

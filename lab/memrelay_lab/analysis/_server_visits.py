@@ -7,7 +7,8 @@ servers), its demand D_i = V_i S_i with S_i the service time per visit. The coun
 memrelay's summary.json (per-server request counts) or from memcached stats deltas.
 `server_centers` builds `theory.Center`s that `theory.mva` solves as separate centres;
 `server_demands` measures each server's processor demand per client request from a results
-folder.
+folder; `server_network` solves, per configuration, the closed network of those centres with
+everything else a request meets (middleware, network, clients) as one delay centre.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..theory import Center, CenterKind
+import math
 
-__all__ = ["server_centers", "server_demands", "visit_ratios"]
+from ..theory import Center, CenterKind, mva
+
+__all__ = ["server_centers", "server_demands", "server_network", "visit_ratios"]
 
 
 def visit_ratios(server_requests: Mapping[str, float], client_requests: float) -> dict[str, float]:
@@ -75,3 +78,34 @@ def server_demands(servers: pd.DataFrame, processes: pd.DataFrame, runs: pd.Data
     frame = frame.reset_index()
     frame["throughput_bound"] = frame.groupby("configuration")["demand_us"].transform(lambda d: 1e6 / d.max())
     return frame
+
+
+def server_network(demands: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame | None:
+    """Per configuration and server: exact MVA of the servers as queue centres (D_i from
+    `server_demands`) plus a delay centre "rest" = the clients' response time minus the servers'
+    demands (all a request spends elsewhere, seed 002 §3's think time and other devices as one),
+    at the measured population N = clients. Columns: ``X_model``, ``X_measured``, per server
+    ``U_model`` (= X_model D_i) beside ``U_measured``, ``Q_model`` (jobs at the server) and
+    ``R_model_ms`` / ``R_measured_ms`` (the clients' response time). None without demands."""
+    if demands is None or demands.empty:
+        return None
+    rows = []
+    measured = table.set_index("configuration")
+    for configuration, part in demands.groupby("configuration", sort=True):
+        row = measured.loc[configuration]
+        clients, response_ms = int(row.get("clients", 0) or 0), float(row.get("response_ms", math.nan))
+        if clients < 1 or not math.isfinite(response_ms) or part["demand_us"].isna().any():
+            continue
+        servers = [Center(name=str(s), kind=CenterKind.QUEUE, demand=d / 1e3)
+                   for s, d in zip(part["server"], part["demand_us"])]
+        rest = max(response_ms - sum(c.demand for c in servers), 0.0)
+        result = mva([*servers, Center(name="rest", kind=CenterKind.DELAY, demand=rest)], population=clients)
+        x_model = float(result.throughput[-1]) * 1e3  # demands in ms: per ms to per second
+        for i, (_, server) in enumerate(part.iterrows()):
+            rows.append({
+                "configuration": configuration, "server": int(server["server"]), "X_model": x_model,
+                "X_measured": float(row["throughput"]), "R_model_ms": float(result.response_time[-1]),
+                "R_measured_ms": response_ms, "U_model": float(result.utilization[-1, i]),
+                "U_measured": float(server["utilization"]), "Q_model": float(result.queue_length[-1, i]),
+            })
+    return pd.DataFrame(rows) if rows else None

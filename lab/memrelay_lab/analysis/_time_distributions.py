@@ -13,6 +13,12 @@ the number of logged requests, the mean, the standard deviation and the 50th, 90
 percentiles (in ms; percentiles are order statistics, the smallest value with at least q% of
 the requests at or below it, as HdrHistogram reports them). A mean alone hides these
 distributions' tails (the seed's point), hence the spread and the percentiles beside it.
+
+Without a request log, `summary_time_distributions` gives the same rows from memrelay's
+summary.json, which keeps per type the mean and the 50th, 90th and 99th percentiles of the
+three times over the whole run (not trimmed): the mean pooled over the repetitions and
+middlewares (weighted by their requests), each percentile the median of the runs' own
+percentiles (percentiles of separate runs cannot be pooled), no standard deviation.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ import pandas as pd
 
 from ..results import ResultsSummary, request_log
 
-__all__ = ["REQUEST_TIMES", "distribution_statistics", "logged_requests", "time_distributions"]
+__all__ = [
+    "REQUEST_TIMES", "distribution_statistics", "logged_requests", "summary_time_distributions", "time_distributions",
+]
 
 # The three times of a logged request: name -> request-log column.
 REQUEST_TIMES = {"total": "response_us", "queue": "queue_us", "server": "service_us"}
@@ -68,3 +76,32 @@ def distribution_statistics(values_ms: np.ndarray) -> dict:
         rank = max(math.ceil(q * values.size), 1)
         statistics[f"{name}_ms"] = float(values[rank - 1])
     return statistics
+
+
+def summary_time_distributions(summary: ResultsSummary) -> pd.DataFrame | None:
+    """The rows of `time_distributions` from the middlewares' summary.json (module docstring);
+    None when no run had a middleware."""
+    rows = []
+    for _, config in summary.table.iterrows():
+        documents = []
+        for run_id in summary.run_ids(int(config["configuration"])):
+            try:
+                documents += summary.results.middleware_summaries(run_id)
+            except (KeyError, FileNotFoundError):
+                continue
+        identity = {"configuration": config["configuration"], **{c: config[c] for c in summary.display_columns}}
+        for kind in _TYPES:
+            parts = [d["types"][kind] for d in documents if d.get("types", {}).get(kind, {}).get("count", 0) > 0]
+            if not parts:
+                continue
+            counts = np.array([p["count"] for p in parts], dtype=float)
+            for time, column in REQUEST_TIMES.items():
+                if any(column not in p for p in parts):
+                    continue
+                statistics = {"requests": int(counts.sum()),
+                              "mean_ms": float(np.average([p[column]["mean"] for p in parts], weights=counts)) / 1e3,
+                              "std_ms": math.nan}
+                for name in _QUANTILES:
+                    statistics[f"{name}_ms"] = float(np.median([p[column][name] for p in parts])) / 1e3
+                rows.append({**identity, "type": kind, "time": time, **statistics})
+    return pd.DataFrame(rows) if rows else None

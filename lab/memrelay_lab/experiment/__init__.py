@@ -9,18 +9,22 @@ from ._runner import ExperimentSummary, Interrupted, ResultsExist, default_out_d
 from ._spec import (
     PARAMETERS,
     SETTINGS,
+    WORKLOADS,
     Experiment,
     SpecError,
     SpecWarning,
     describe_parameters,
     load_experiment,
     parse_experiment,
+    workload_ratio,
 )
 
 __all__ = [
+    "workload_ratio",
     "PARAMETERS",
     "REPO",
     "SETTINGS",
+    "WORKLOADS",
     "Binaries",
     "BinaryNotFound",
     "Configuration",

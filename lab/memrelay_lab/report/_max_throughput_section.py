@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 
-from ..analysis import max_throughput
+import pandas as pd
+
+from .._values import configuration_label
+from ..analysis import best_per_group, knee_table, max_throughput, summary_groups
 from ..results import ResultsSummary
 from ._document import Section, Table
 from ._format import format_interval, format_number
@@ -43,12 +46,53 @@ def max_throughput_section(summary: ResultsSummary) -> Section | None:
         f"{', then the fewest '.join(found.resources)} (seed 001 §1.2: the minimum combination of clients and "
         f"threads that achieves the maximum). Smallest: {label(found.smallest)}."
     ]
-    return Section("Maximum throughput", text, [
+    items = [
         Table("max_throughput_candidates", "Configurations that reach the maximum throughput, smallest first",
               candidates, csv=found.candidates),
         Table("max_throughput_summary", f"The smallest of them, {label(found.smallest)} (seed 000 §3.4 Tables 3–5)",
               shown, csv=table),
-    ])
+    ]
+    by = summary_groups(summary.table)
+    per_group = best_per_group(summary.table, by) if by else []
+    if per_group:
+        text.append(
+            f"Reads and writes are separate experiments to the seeds: one best configuration per {' and '.join(by)} "
+            "(seed 000 §3.4 Tables 3–5, one table per block with a column for reads and one for writes; §2.3 for "
+            "the baselines without middleware), the smallest reaching that group's maximum by the same rule."
+        )
+        items.append(Table("max_throughput_per_group", f"The smallest configuration reaching the maximum, per "
+                           f"{' and '.join(by)} (seed 000 Tables 3–5, §2.3)", _per_group_frame(per_group, summary),
+                           units={"miss rate": "probability"}))
+    knee = knee_table(summary.table, within=by)
+    if knee is not None:
+        text.append(
+            "Per worker count, the smallest configuration reaching that count's maximum throughput: the knee of "
+            "its curve (seed 000 §4.2 Table 6). The derived throughput is N / R_mw, the clients over the "
+            "middleware's response time: what the middlewares would sustain without the network to the clients, "
+            "hence above the measured one."
+        )
+        items.append(Table("knee_per_workers", "The knee per worker count (seed 000 Table 6)", knee, index=True,
+                           row_units={"clients": "count", "queue length": "jobs"}))
+    return Section("Maximum throughput", text, items)
+
+
+_PER_GROUP = (("X clients (req/s)", "throughput"), ("X middleware (req/s)", "mw_throughput"),
+              ("R clients (ms)", "response_ms"), ("R middleware (ms)", "mw_response_ms"),
+              ("queue (ms)", "mw_queue_ms"), ("servers (ms)", "mw_service_ms"), ("miss rate", "miss_rate"))
+
+
+def _per_group_frame(per_group, summary: ResultsSummary) -> pd.DataFrame:
+    rows = []
+    columns = [c for c in summary.display_columns]
+    for where, found in per_group:
+        row = found.smallest
+        record = {"group": configuration_label(where),
+                  "configuration": summary.label(row, [c for c in columns if c not in where])}
+        for label, name in _PER_GROUP:
+            if name in row and not pd.isna(row[name]):
+                record[label] = row[name]
+        rows.append(record)
+    return pd.DataFrame(rows)
 
 
 def _unit(measure: str) -> str:

@@ -29,7 +29,8 @@ def mix_models_section(summary: ResultsSummary) -> Section | None:
     if frame is None:
         return None
     columns = [c for c in summary.display_columns if c in frame]
-    inputs = frame[columns + list(_INPUTS)].rename(columns=_INPUTS)
+    # a swept servers column is the model's m already: shown once
+    inputs = frame[columns + [k for k in _INPUTS if k not in columns]].rename(columns=_INPUTS)
     rows = []
     for row in frame.to_dict(orient="records"):
         for label, key, measured in _COMPARED:

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis import max_throughput, process_utilization, queue_length_series, server_demands, server_load
+from ..analysis import (
+    max_throughput,
+    process_utilization,
+    queue_length_series,
+    server_demands,
+    server_load,
+    server_network,
+)
 from ..results import ResultsSummary
 from . import _plots
 from ._document import Figure, Section, Table
@@ -51,6 +58,22 @@ def resources_section(summary: ResultsSummary) -> Section | None:
                                                  "measured_throughput": "X measured (req/s)"}),
                            csv=demands,
                            units={"V_i": "jobs", "U_i (cores)": "jobs", "D_i (µs)": "plain", "S_i (µs)": "plain"}))
+        network = server_network(demands, summary.pooled_table())
+        if network is not None:
+            text.append(
+                "The servers as a network of queues (seed 002 §3, Tables 3-4): per configuration, exact MVA at the "
+                "measured population with one queue centre per server (demand D_i above) and everything else a "
+                "request meets as one delay centre (the clients' response time minus the servers' demands, the "
+                "seed's think time and other devices together). Model against measured: throughput, each server's "
+                "utilization, and the jobs the model puts at each server. A server whose model utilization nears 1 "
+                "would be the bottleneck; memrelay's per-server centres share one worker pool (experiments/README.md, "
+                "\"Worker threads\"), where the seed had a read pool and a write thread per server."
+            )
+            labels = summary.table.set_index("configuration")
+            network.insert(1, "label", [summary.label(labels.loc[c], columns) for c in network["configuration"]])
+            items.append(Table("server_network", "The servers as a network of queues: MVA against measured "
+                               "(seed 002 Table 4)", network.drop(columns="configuration"), csv=network,
+                               units={"U_model": "jobs", "U_measured": "jobs", "Q_model": "jobs"}))
     if processes is not None:
         shown = processes.assign(**{
             "received (MB/s)": processes.get("received_bytes_per_s", float("nan")) / _MB,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis import REQUEST_TIMES, logged_requests, max_throughput, time_distributions
+from ..analysis import REQUEST_TIMES, logged_requests, max_throughput, summary_time_distributions, time_distributions
 from ..results import ResultsSummary
 from . import _plots
 from ._document import Figure, Section, Table
@@ -19,29 +19,47 @@ _TIME_LABELS = {"total": "T_total (in the middleware)", "queue": "T_queue (reque
 
 def time_distributions_section(summary: ResultsSummary) -> Section | None:
     frame = time_distributions(summary)
-    if frame is None:
-        return None
+    logged = frame is not None
+    if not logged:
+        frame = summary_time_distributions(summary)
+        if frame is None:
+            return None
     chosen = _chosen_configuration(summary, frame)
     label = summary.label(summary.table.set_index("configuration").loc[chosen].to_dict()) or "the one configuration"
     one = frame[frame["configuration"] == chosen]
     shown = one[["type", "time", "requests", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms"]].copy()
+    if not logged:
+        shown = shown.drop(columns="std_ms")
     shown["time"] = shown["time"].map(_TIME_LABELS)
-    shown = shown.rename(columns={"requests": "logged requests", "mean_ms": "mean (ms)", "std_ms": "std (ms)",
-                                  "p50_ms": "p50 (ms)", "p90_ms": "p90 (ms)", "p99_ms": "p99 (ms)"})
+    shown = shown.rename(columns={"requests": "logged requests" if logged else "requests", "mean_ms": "mean (ms)",
+                                  "std_ms": "std (ms)", "p50_ms": "p50 (ms)", "p90_ms": "p90 (ms)",
+                                  "p99_ms": "p99 (ms)"})
+    if logged:
+        source = (
+            "the requests memrelay logged with their timestamps (every N-th, `request_log_sample`), inside the "
+            "trimmed interval, pooled over the repetitions. Percentiles are order statistics of the logged "
+            "requests; the standard deviation beside the mean shows how far the tails reach."
+        )
+    else:
+        source = (
+            "memrelay's summary.json, as no run logged requests (`request_log_sample`): per request type the mean "
+            "and percentiles of each time over the whole run (warm-up and cool-down included); the mean pooled over "
+            "the repetitions and middlewares, each percentile the median of the runs' own (separate runs' "
+            "percentiles cannot be pooled). No standard deviation and no histograms: set `request_log_sample` for "
+            "those."
+        )
     text = [
-        "Where a request's time in the middleware goes, as distributions rather than means (seed 001 §1.3): the "
-        "requests memrelay logged with their timestamps (every N-th, `request_log_sample`), inside the trimmed "
-        "interval, pooled over the repetitions. T_total runs from the request's arrival to its reply written, "
-        "T_queue is its wait in the request queue, T_server the time from its first request to a server to the "
-        "last reply. Percentiles are order statistics of the logged requests; the standard deviation beside the "
-        f"mean shows how far the tails reach. Table and histograms: {label}, the configuration reaching the "
-        "maximum throughput with the fewest resources."
+        "Where a request's time in the middleware goes, as distributions rather than means (seed 001 §1.3, Table 4, "
+        "Figures 4-6): T_total runs from the request's arrival to its reply written, T_queue is its wait in the "
+        "request queue, T_server the time from its first request to a server to the last reply. From " + source
+        + f" Table: {label}, the configuration reaching the maximum throughput with the fewest resources."
     ]
     items: list[Table | Figure] = [
         Table("time_distributions", f"Time distributions in the middleware, {label} (seed 001 Table 4)",
               shown, csv=frame),
-        _histograms(logged_requests(summary, chosen), label),
     ]
+    if logged:
+        items.append(_histograms(logged_requests(summary, chosen), label))
     trend = _percentiles_plot(frame, summary)
     if trend is not None:
         items.append(trend)

@@ -54,7 +54,9 @@ from ._max_throughput_section import max_throughput_section
 from ._mix_models_section import mix_models_section
 from ._mixed_section import mixed_section
 from ._predict_section import predictions_section
+from ._relative_section import relative_section
 from ._resources_section import resources_section
+from ._trace_section import trace_section
 from ._time_distributions_section import time_distributions_section
 from . import _sections as sections_of
 from ._document import Table
@@ -106,7 +108,9 @@ def write_report(
         sections_of.keys_section(summary),
         mixed_section(summary),
         resources_section(summary),
+        trace_section(summary),
         sections_of.interactive_section(summary, tolerance, think_time_ms),
+        relative_section(summary),
         sections_of.factorial_section(summary),
         factorial_models_section(summary),
         sections_of.models_section(summary, notes),

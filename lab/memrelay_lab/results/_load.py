@@ -132,6 +132,13 @@ class Results:
             "count": counts.to_numpy(),
         })
 
+    def middleware_summaries(self, run_id: str) -> list[dict]:
+        """The summary.json of every middleware of one run (whole run, untrimmed): memrelay's
+        totals and, per request type, the mean and percentiles of its response, queue and
+        service times."""
+        run = self._run_record(run_id)
+        return [_read_json(self.path / _middleware_files(run, name)["summary"]) for name in _middleware_names(run)]
+
     def _run_record(self, run_id: str) -> dict:
         for record in self.manifest["runs"]:
             if record["id"] == run_id:
