@@ -3,7 +3,8 @@
     memrelay-lab run FILE [--out DIR] [--profile NAME] [--resume] [--dry-run] [--bin-dir DIR]
 
 Exit status: 0 every run completed; 1 some runs failed (the summary lists them); 2 bad input
-(a mistake in the file, a missing binary, a results folder that exists without --resume);
+(a mistake in the file, a missing binary, a results folder that exists without --resume, a
+host of [hosts] that cannot be used: unreachable, key refused, a program missing);
 130 (143) stopped by Ctrl-C (SIGTERM), after stopping every process it started.
 """
 
@@ -15,9 +16,11 @@ from pathlib import Path
 
 from ..experiment import (
     BinaryNotFound,
+    HostError,
     Interrupted,
     ResultsExist,
     SpecError,
+    TestbedUnavailable,
     default_out_dir,
     describe_parameters,
     find_binaries,
@@ -70,7 +73,7 @@ def run_command(args: argparse.Namespace) -> int:
             return 0
         binaries = find_binaries(args.bin_dir)
         summary = run_experiment(experiment, args.out, resume=args.resume, binaries=binaries)
-    except (SpecError, BinaryNotFound, ResultsExist) as error:
+    except (SpecError, BinaryNotFound, ResultsExist, HostError, TestbedUnavailable) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     except Interrupted as interrupted:

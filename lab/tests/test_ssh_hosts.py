@@ -1,0 +1,214 @@
+"""SSHHost against a real OpenSSH server (tests/sshd.py): processes as process groups, exit
+statuses, files back by SFTP, the preflight's one clear error per broken host, and a tiny
+experiment with every role on the SSH host, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from conftest import binaries
+from sshd import start_sshd, stop_sshd
+from test_hosts import group_members
+
+from memrelay_lab import parse_experiment, run_experiment
+from memrelay_lab.experiment import HostError, HostSpec, SSHHost
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    stop_sshd(server.process)
+
+
+def spec(sshd, **overrides) -> HostSpec:
+    values = dict(name="box", address="127.0.0.1", port=sshd.port, user="root", key=str(sshd.key),
+                  known_hosts=str(sshd.known_hosts))
+    return HostSpec(**{**values, **overrides})
+
+
+def wait_for(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_process_runs_in_its_own_group_and_stops_with_it(sshd, tmp_path):
+    host = SSHHost(spec(sshd), lab_root=tmp_path)
+    try:
+        log = tmp_path / "run" / "shell.log"
+        handle = host.start("shell", ["sh", "-c", "echo started; sleep 30 & sleep 30"], log)
+        # sshd runs on this machine: its process ids are ours.
+        wait_for(lambda: len(group_members(handle.pid)) >= 2, "the shell and its sleep")
+        assert host.poll(handle) is None and host.live == [handle]
+        assert host.stop(handle, grace=5.0) == -signal.SIGTERM
+        wait_for(lambda: group_members(handle.pid) == [], "the group to be gone")
+        assert log.read_text() == "started\n"  # the log came back when the process ended
+        assert host.path(log) != log and str(host.path(log)).startswith("/tmp/memrelay-lab/")
+
+        quick = host.start("quick", ["sh", "-c", "echo out; exit 7"], tmp_path / "run" / "quick.log")
+        wait_for(lambda: host.wait(quick, 1.0) is not None, "exit 7")
+        assert quick.returncode == 7 and not quick.stopped_by_us
+
+        stubborn = host.start("stubborn", ["sh", "-c", "trap '' TERM; echo ready; sleep 30"],
+                              tmp_path / "run" / "s.log")
+        wait_for(lambda: len(group_members(stubborn.pid)) >= 2, "the stubborn shell")
+        assert host.stop(stubborn, grace=0.5) == -signal.SIGKILL
+        wait_for(lambda: group_members(stubborn.pid) == [], "the stubborn group to be gone")
+    finally:
+        host.stop_all()
+        host.close()
+
+
+def test_the_processes_die_with_the_connection(sshd, tmp_path):
+    """The lab killed mid-run: its connection drops, and the watchers kill their groups."""
+    host = SSHHost(spec(sshd), lab_root=tmp_path)
+    handles = [host.start(f"sleeper-{i}", ["sleep", "60"], tmp_path / f"{i}.log") for i in range(2)]
+    wait_for(lambda: all(group_members(h.pid) for h in handles), "the sleepers")
+    host.close()  # no stop: as if the lab were gone
+    for handle in handles:
+        wait_for(lambda h=handle: group_members(h.pid) == [], f"{handle.name}'s group to be killed")
+
+
+def test_files_ports_and_collect(sshd, tmp_path):
+    host = SSHHost(spec(sshd), lab_root=tmp_path)
+    try:
+        run_dir = tmp_path / "runs" / "r1"
+        handle = host.start("writer", ["sh", "-c", "mkdir -p sub && echo a > a.txt && echo b > sub/b.txt"],
+                            run_dir / "writer.log")
+        # The process runs in the host's folder for the results; write under the run's folder there.
+        assert host.wait(handle, 20.0) == 0
+        writer = host.start("writer2", ["sh", "-c", f"cd {host.path(run_dir)} && mkdir -p sub && echo a > a.txt "
+                                                    "&& echo b > sub/b.txt"], run_dir / "writer2.log")
+        assert host.wait(writer, 20.0) == 0
+        assert host.fetch(run_dir / "a.txt", tmp_path / "copy.txt").read_text() == "a\n"
+        assert host.fetch(run_dir / "missing.txt", tmp_path / "none.txt") is None
+        host.collect(run_dir)
+        assert (run_dir / "sub" / "b.txt").read_text() == "b\n"
+        ports = {host.free_port() for _ in range(5)}
+        assert len(ports) == 5 and all(20000 <= p < 32000 for p in ports)
+        with pytest.raises(HostError, match="outside the results folder"):
+            host.path(Path("/etc/passwd"))
+    finally:
+        host.close()
+
+
+# ---------------------------------------------------------------- preflight
+
+EXPERIMENT = """\
+name = "ssh-tiny"
+servers = 1
+middlewares = 1
+client_machines = 1
+clients_per_thread = 2
+workload = "50-50"
+repetitions = 1
+test_time = 2
+keys = 500
+memcached_memory_mb = 64
+"""
+
+ROLES = '[roles]\nservers = ["box"]\nmiddlewares = ["box"]\nclients = ["box"]\n'
+
+
+def experiment_text(sshd, **host) -> str:
+    return EXPERIMENT + sshd.host_table("box", **host) + ROLES
+
+
+def run(text: str, out: Path):
+    with open(os.devnull, "w") as quiet:
+        return run_experiment(parse_experiment(text, source="ssh.toml"), out, binaries=binaries(), progress=quiet,
+                              handle_signals=False)
+
+
+def sshd_sessions(sshd) -> list[int]:
+    """Processes sshd started that still run (its sessions' children), by parent chain."""
+    import psutil
+
+    return [p.pid for p in psutil.Process(sshd.process.pid).children(recursive=True)]
+
+
+def test_preflight_unreachable_host(sshd, tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    text = experiment_text(sshd, memcached=binaries().memcached).replace(f"port = {sshd.port}", f"port = {port}")
+    with pytest.raises(HostError) as error:
+        run(text, tmp_path / "out")
+    assert str(error.value).startswith(f"host box (127.0.0.1:{port}): cannot connect")
+    assert not (tmp_path / "out").exists()
+
+
+def test_preflight_wrong_key(sshd, tmp_path):
+    text = experiment_text(sshd).replace(str(sshd.key), str(sshd.other_key))
+    with pytest.raises(HostError) as error:
+        run(text, tmp_path / "out")
+    assert str(error.value) == (f"host box (127.0.0.1:{sshd.port}): authentication failed for user root "
+                                f"with key {sshd.other_key}")
+    assert not (tmp_path / "out").exists()
+    wait_for(lambda: sshd_sessions(sshd) == [], "sshd's sessions to end")
+
+
+@pytest.mark.parametrize("host, missing", [
+    ({"memcached": "/nonexistent/memcached"}, "memcached not found at /nonexistent/memcached"),
+    ({"bin_dir": "/nonexistent"}, "memrelay not found at /nonexistent/memrelay"),
+])
+def test_preflight_missing_binary(sshd, tmp_path, host, missing):
+    host.setdefault("memcached", binaries().memcached)
+    with pytest.raises(HostError) as error:
+        run(experiment_text(sshd, **host), tmp_path / "out")
+    assert str(error.value) == f"host box (127.0.0.1:{sshd.port}): {missing}"
+    assert not (tmp_path / "out").exists()
+    wait_for(lambda: sshd_sessions(sshd) == [], "sshd's sessions to end")
+
+
+def test_preflight_wrong_version(sshd, tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for program in ("memrelay", "memrelay-bench"):
+        (fake / program).write_text(f"#!/bin/sh\necho '{program} 0.0.0-old'\n")
+        (fake / program).chmod(0o755)
+    with pytest.raises(HostError, match=r"memrelay is 'memrelay 0.0.0-old', this build is .* set ship = true"):
+        run(experiment_text(sshd, bin_dir=str(fake), memcached=binaries().memcached), tmp_path / "out")
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_a_tiny_experiment_with_every_role_on_the_ssh_host(sshd, tmp_path):
+    out = tmp_path / "results"
+    summary = run(experiment_text(sshd, ship=True, memcached=binaries().memcached), out)
+    assert summary.ok, summary.failures
+    manifest = json.loads((out / "manifest.json").read_text())
+    record = manifest["runs"][0]
+    assert record["status"] == "completed"
+    assert {p["host"] for p in record["processes"]} == {"box"}
+    assert manifest["topology"]["roles"] == {"servers": ["box"], "middlewares": ["box"], "clients": ["box"]}
+    run_dir = out / record["dir"]
+    # Every file the processes wrote on the host came back: bench JSON, middleware windows, logs.
+    bench = json.loads((run_dir / "client-0-0.json").read_text())
+    assert bench["status"] == "completed" and bench["totals"]["count"] > 0
+    assert (run_dir / "middleware-0" / "windows.jsonl").read_text().strip()
+    assert (run_dir / "middleware-0" / "summary.json").is_file()
+    assert (run_dir / "server-0.log").is_file() and (run_dir / "middleware-0.log").is_file()
+    # The middleware's count of gets and sets equals what the servers counted (their own stats).
+    stats = {}
+    for when in ("before", "after"):
+        for line in (run_dir / f"server-0.stats-{when}.txt").read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in ("cmd_get", "cmd_set"):
+                stats[(when, parts[1])] = int(parts[2])
+    served = sum(stats[("after", c)] - stats[("before", c)] for c in ("cmd_get", "cmd_set"))
+    assert served == bench["totals"]["count"]
+    # Nothing left running on the host: every process group the run started is gone.
+    for process in record["processes"]:
+        assert group_members(process["pid"]) == []
+    wait_for(lambda: sshd_sessions(sshd) == [], "sshd's sessions to end")
