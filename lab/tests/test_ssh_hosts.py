@@ -183,23 +183,29 @@ def test_preflight_wrong_version(sshd, tmp_path):
 # ---------------------------------------------------------------- end to end
 
 
-def test_a_tiny_experiment_with_every_role_on_the_ssh_host(sshd, tmp_path):
+def test_a_tiny_experiment_with_every_role_on_ssh_hosts(sshd, tmp_path):
+    """Two hosts of [hosts] (both this sshd): servers and clients on "front", the middleware on
+    "back", so the links between them are measured as well."""
     out = tmp_path / "results"
-    summary = run(experiment_text(sshd, ship=True, memcached=binaries().memcached), out)
+    memcached = binaries().memcached
+    text = (EXPERIMENT + sshd.host_table("front", ship=True, memcached=memcached)
+            + sshd.host_table("back", ship=True, memcached=memcached)
+            + '[roles]\nservers = ["front"]\nmiddlewares = ["back"]\nclients = ["front"]\n')
+    summary = run(text, out)
     assert summary.ok, summary.failures
     manifest = json.loads((out / "manifest.json").read_text())
     record = manifest["runs"][0]
     assert record["status"] == "completed"
-    assert {p["host"] for p in record["processes"]} == {"box"}
-    assert manifest["topology"]["roles"] == {"servers": ["box"], "middlewares": ["box"], "clients": ["box"]}
+    hosts = {p["name"]: p["host"] for p in record["processes"]}
+    assert hosts["middleware-0"] == "back" and hosts["server-0"] == "front" and hosts["client-0-0"] == "front"
     run_dir = out / record["dir"]
-    # Every file the processes wrote on the host came back: bench JSON, middleware windows, logs.
+    # Every file the processes wrote on the hosts came back: bench JSON, middleware windows, logs.
     bench = json.loads((run_dir / "client-0-0.json").read_text())
     assert bench["status"] == "completed" and bench["totals"]["count"] > 0
     assert (run_dir / "middleware-0" / "windows.jsonl").read_text().strip()
     assert (run_dir / "middleware-0" / "summary.json").is_file()
     assert (run_dir / "server-0.log").is_file() and (run_dir / "middleware-0.log").is_file()
-    # The middleware's count of gets and sets equals what the servers counted (their own stats).
+    # The gets and sets the clients were answered are what memcached counted (its own stats).
     stats = {}
     for when in ("before", "after"):
         for line in (run_dir / f"server-0.stats-{when}.txt").read_text().splitlines():
@@ -208,7 +214,19 @@ def test_a_tiny_experiment_with_every_role_on_the_ssh_host(sshd, tmp_path):
                 stats[(when, parts[1])] = int(parts[2])
     served = sum(stats[("after", c)] - stats[("before", c)] for c in ("cmd_get", "cmd_set"))
     assert served == bench["totals"]["count"]
-    # Nothing left running on the host: every process group the run started is gone.
+
+    environment = manifest["environment"]
+    assert not environment["single_machine"]
+    for facts in environment["hosts"].values():
+        assert facts["cores"] == os.cpu_count() and facts["processes_visible_to_lab"]
+        # sshd runs on this machine: the true offset is 0, and NTP's estimate is within half its round trip.
+        assert abs(facts["clock_offset_s"]) <= facts["clock_rtt_s"] / 2
+    links = {(link["from"], link["to"]): link for link in environment["links"]}
+    assert links[("front", "front")]["loopback"]  # clients to servers on one host
+    for pair in (("front", "back"), ("back", "front")):
+        assert "error" not in links[pair], links[pair]
+        assert 0 < links[pair]["rtt_min_ms"] <= links[pair]["rtt_median_ms"] and links[pair]["mbit_per_s"] > 0
+    # Nothing left running on the hosts: every process group the run started is gone.
     for process in record["processes"]:
         assert group_members(process["pid"]) == []
     wait_for(lambda: sshd_sessions(sshd) == [], "sshd's sessions to end")

@@ -70,6 +70,10 @@ class Host(ABC):
     #: Processes run as root there (memcached then needs ``-u root``).
     user_is_root: bool = False
 
+    def describe(self) -> str:
+        """``host NAME (ADDRESS)``: how messages name it."""
+        return f"host {self.name} ({self.address})"
+
     def path(self, lab_path: Path) -> Path:
         """Where the file the lab names ``lab_path`` (in the results folder) is on this host."""
         return Path(lab_path)

@@ -2,8 +2,8 @@
 
 `connect_hosts` logs in to each host (a timeout each), and checks what its roles need:
 memcached on server hosts (``-V`` answers), memrelay on middleware hosts and memrelay-bench
-on client hosts with this build's version (``--version``), after copying them there when
-the host says ``ship = true``. Any problem is one :class:`HostError` naming the host, and the
+on every host (it loads the servers on client hosts and measures the links on all) with this
+build's version (``--version``), after copying them there when the host says ``ship = true``. Any problem is one :class:`HostError` naming the host, and the
 connections made so far are closed: nothing has been started on any host.
 """
 
@@ -64,7 +64,8 @@ def _check_programs(host: SSHHost, roles: list[str], local: Binaries, versions: 
     done = host.run("id -u")
     host.user_is_root = done.stdout.strip() == "0"
     paths = {"memcached": spec.memcached, "memrelay": "memrelay", "bench": "memrelay-bench"}
-    for role in roles:
+    # memrelay-bench also measures the links (`_environment`): every host needs it.
+    for role in [*roles, *([] if "clients" in roles else ["clients"])]:
         field, program, option = _PROGRAMS[role]
         if field == "memcached":
             path = _where(host, spec.memcached, "memcached")

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ._environment import measure_environment
 from ._expand import plan
 from ._hosts import Host, LocalHost
 from ._manifest import (
@@ -174,6 +175,8 @@ def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | Non
         else:
             records.append(pending_record(run))
     manifest["runs"] = records
+    # The hosts, their clocks and the links between them, before any run (`_environment`).
+    manifest["environment"] = measure_environment(roles, out / "environment")
     write_manifest(out, manifest)
 
     reporter = Progress(progress if progress is not None else sys.stderr, runs, records, experiment)

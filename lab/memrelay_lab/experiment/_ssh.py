@@ -179,6 +179,35 @@ class SSHHost(Host):
         except (asyncssh.Error, OSError, asyncio.TimeoutError, TimeoutError) as error:
             raise HostError(f"{self.describe()}: {command.split()[0]}: {type(error).__name__}: {error}") from None
 
+    def clock_samples(self, count: int) -> list[tuple[float, float, float]]:
+        """``count`` readings (t0, host's time, t1) of the host's clock between two of the lab's.
+
+        One shell on the host answers each line with ``date +%s.%N``, and the lab's clock is
+        read on the event loop's thread right before the line goes and right after the answer
+        comes: a round trip is one exchange on an open channel, not a session's start.
+        """
+        connection = self.connection
+
+        async def sample() -> list[tuple[float, float, float]]:
+            process = await connection.create_process("while read _; do date +%s.%N; done", encoding="utf-8")
+            try:
+                readings = []
+                for _ in range(count):
+                    t0 = time.time()
+                    process.stdin.write("\n")
+                    line = await asyncio.wait_for(process.stdout.readline(), COMMAND_TIMEOUT_S)
+                    t1 = time.time()
+                    readings.append((t0, float(line), t1))
+                return readings
+            finally:
+                process.stdin.write_eof()
+                process.close()
+
+        try:
+            return self._loop.run(sample(), COMMAND_TIMEOUT_S + 10)
+        except (asyncssh.Error, OSError, ValueError, asyncio.TimeoutError, TimeoutError) as error:
+            raise HostError(f"{self.describe()}: cannot read its clock: {type(error).__name__}: {error}") from None
+
     def _sftp_client(self) -> asyncssh.SFTPClient:
         if self._sftp is None:
             self._sftp = self._loop.run(self.connection.start_sftp_client(), COMMAND_TIMEOUT_S)
