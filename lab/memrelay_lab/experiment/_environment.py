@@ -7,8 +7,8 @@ r - (t0 + t1) / 2, off by at most half the round trip; of `CLOCK_SAMPLES` tries 
 the smallest round trip is kept. The results loader subtracts it from every time a host wrote (the clients' start, the
 middlewares' windows), so windows from several hosts are merged on the lab's time line.
 
-Per link between two hosts that talk in a run (clients to middlewares, middlewares to
-servers, clients to servers for the baselines): its round trip (smallest and median of 50
+Per link between two hosts that talk in a run (clients to middlewares and middlewares to
+servers when a run has middlewares, clients to servers when one has none, a baseline): its round trip (smallest and median of 50
 one-byte pings) and bandwidth (a bulk transfer of `LINK_SECONDS`), measured with
 ``memrelay-bench --link-listen`` on the receiving host and ``--link-probe`` on the sending
 one. Two roles on the same host talk over loopback: no link, and the manifest says so. With
@@ -38,8 +38,12 @@ LINK_SECONDS = 1.0
 _LINKS = (("clients", "middlewares"), ("middlewares", "servers"), ("clients", "servers"))
 
 
-def measure_environment(roles: RoleHosts, folder: Path) -> dict[str, Any]:
-    """Hosts, clock offsets and links (module docstring); the probes' logs go to ``folder``."""
+def measure_environment(roles: RoleHosts, folder: Path, *, middlewares: bool = True,
+                        baselines: bool = True) -> dict[str, Any]:
+    """Hosts, clock offsets and links (module docstring); the probes' logs go to ``folder``.
+
+    ``middlewares``: some run has middlewares (clients→middlewares→servers links);
+    ``baselines``: some run has none (clients→servers links)."""
     hosts = {}
     for host in roles.all():
         facts = _remote_facts(host) if isinstance(host, SSHHost) else machine_facts()
@@ -50,7 +54,8 @@ def measure_environment(roles: RoleHosts, folder: Path) -> dict[str, Any]:
         facts.update(_clock(host))
         hosts[host.name] = facts
     links = []
-    for sender_role, receiver_role in _LINKS:
+    used = [pair for pair in _LINKS if (middlewares if "middlewares" in pair else baselines)]
+    for sender_role, receiver_role in used:
         for sender in _unique(getattr(roles, sender_role)):
             for receiver in _unique(getattr(roles, receiver_role)):
                 if any(l["from"] == sender.name and l["to"] == receiver.name for l in links):

@@ -176,7 +176,9 @@ def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | Non
             records.append(pending_record(run))
     manifest["runs"] = records
     # The hosts, their clocks and the links between them, before any run (`_environment`).
-    manifest["environment"] = measure_environment(roles, out / "environment")
+    middlewares = [run.configuration.middlewares for run in runs]
+    manifest["environment"] = measure_environment(roles, out / "environment", middlewares=max(middlewares) > 0,
+                                                  baselines=min(middlewares) == 0)
     write_manifest(out, manifest)
 
     reporter = Progress(progress if progress is not None else sys.stderr, runs, records, experiment)
