@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -76,6 +79,46 @@ def test_the_processes_die_with_the_connection(sshd, tmp_path):
         wait_for(lambda h=handle: group_members(h.pid) == [], f"{handle.name}'s group to be killed")
 
 
+KILLED_LAB = """
+import sys, time
+from pathlib import Path
+from memrelay_lab.experiment import HostSpec, SSHHost
+port, key, known_hosts, folder = sys.argv[1:]
+host = SSHHost(HostSpec(name="box", address="127.0.0.1", port=int(port), user="root", key=key,
+                        known_hosts=known_hosts), lab_root=Path(folder))
+handle = host.start("sleeper", ["sleep", "60"], Path(folder) / "sleeper.log")
+print(handle.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_lab_killed_with_sigkill_leaves_nothing_on_the_host(sshd, tmp_path):
+    """A real SIGKILL of the lab's process: no cleanup code runs, the watcher alone ends the group."""
+    lab = subprocess.Popen([sys.executable, "-c", KILLED_LAB, str(sshd.port), str(sshd.key), str(sshd.known_hosts),
+                            str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(lab.stdout.readline())
+        wait_for(lambda: group_members(pid) != [], "the sleeper")
+    finally:
+        lab.kill()
+        lab.wait(10)
+    wait_for(lambda: group_members(pid) == [], "the sleeper's group to be killed by its watcher")
+
+
+def test_the_cli_names_an_unreachable_host_and_exits_2(tmp_path):
+    """No sshd needed: a loopback port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spec = tmp_path / "e.toml"
+    spec.write_text(EXPERIMENT + f'[hosts.far]\naddress = "127.0.0.1"\nport = {port}\n' + ROLES.replace("box", "far"))
+    done = subprocess.run([sys.executable, "-m", "memrelay_lab.cli", "run", str(spec), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"error: host far (127.0.0.1:{port}): cannot connect" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_files_ports_and_collect(sshd, tmp_path):
     host = SSHHost(spec(sshd), lab_root=tmp_path)
     try:
@@ -135,8 +178,6 @@ def sshd_sessions(sshd) -> list[int]:
 
 
 def test_preflight_unreachable_host(sshd, tmp_path):
-    import socket
-
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -4,23 +4,24 @@ Per host: its cores, processor model, memory and kernel, and its clock's offset 
 lab's. The offset is NTP's: the lab reads its clock (t0), asks the host for its time
 (``date +%s.%N`` from a shell kept open over SSH, r) and reads its clock again (t1); offset =
 r - (t0 + t1) / 2, off by at most half the round trip; of `CLOCK_SAMPLES` tries the one with
-the smallest round trip is kept. The results loader subtracts it from every time a host wrote (the clients' start, the
-middlewares' windows), so windows from several hosts are merged on the lab's time line.
+the smallest round trip is kept. The results loader subtracts it from every time a host wrote
+(the clients' start, the middlewares' windows), so windows from several hosts are merged on
+the lab's time line.
 
 Per link between two hosts that talk in a run (clients to middlewares and middlewares to
-servers when a run has middlewares, clients to servers when one has none, a baseline): its round trip (smallest and median of 50
-one-byte pings) and bandwidth (a bulk transfer of `LINK_SECONDS`), measured with
-``memrelay-bench --link-listen`` on the receiving host and ``--link-probe`` on the sending
-one. Two roles on the same host talk over loopback: no link, and the manifest says so. With
-every role on one host, ``single_machine`` is true and the report says that all roles shared
-one machine.
+servers when a run has middlewares; clients to servers when one has none, a baseline): its
+round trip (smallest and median of 50 one-byte pings) and bandwidth (a bulk transfer of
+`LINK_SECONDS`), measured with ``memrelay-bench --link-listen`` on the receiving host and
+``--link-probe`` on the sending one. Two roles on the same host talk over loopback: no link,
+and the manifest says so. With every role on one host, ``single_machine`` is true and the
+report says that all roles shared one machine.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,8 @@ LINK_SECONDS = 1.0
 _LINKS = (("clients", "middlewares"), ("middlewares", "servers"), ("clients", "servers"))
 
 
-def measure_environment(roles: RoleHosts, folder: Path, *, middlewares: bool = True,
-                        baselines: bool = True) -> dict[str, Any]:
+def measure_environment(roles: RoleHosts, folder: Path, *, middlewares: bool = True, baselines: bool = True,
+                        say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Hosts, clock offsets and links (module docstring); the probes' logs go to ``folder``.
 
     ``middlewares``: some run has middlewares (clients→middlewares→servers links);
@@ -65,6 +66,9 @@ def measure_environment(roles: RoleHosts, folder: Path, *, middlewares: bool = T
                     link["loopback"] = True
                 else:
                     link.update(_measure_link(roles, sender, receiver, folder))
+                    say(f"environment: link {sender.name} → {receiver.name}: " + (
+                        f"not measured: {link['error']}" if "error" in link else
+                        f"round trip {link['rtt_min_ms']:.3f} ms, {link['mbit_per_s']:,.1f} Mbit/s"))
                 links.append(link)
     return {"single_machine": roles.single_machine, "hosts": hosts, "links": links}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from ._processes import Binaries, program_versions
@@ -28,8 +29,10 @@ _PROGRAMS = {
 }
 
 
-def connect_hosts(topology: Topology, lab_root: Path, local: Binaries) -> RoleHosts:
-    """The hosts of ``topology``, connected and checked (module docstring); HostError otherwise."""
+def connect_hosts(topology: Topology, lab_root: Path, local: Binaries,
+                  say: Callable[[str], None] = lambda line: None) -> RoleHosts:
+    """The hosts of ``topology``, connected and checked (module docstring); HostError otherwise.
+    ``say`` gets a line per host checked."""
     specs = topology.resolved()
     names = list(dict.fromkeys(n for role in ("servers", "middlewares", "clients") for n in topology.roles[role]))
     hosts: dict[str, SSHHost] = {}
@@ -45,6 +48,8 @@ def connect_hosts(topology: Topology, lab_root: Path, local: Binaries) -> RoleHo
             binaries[name] = _check_programs(host, roles, local, versions)
             if _identity(host) == identity:
                 visible.add(name)
+            shipped = " (memrelay and memrelay-bench shipped)" if host.spec.ship else ""
+            say(f"preflight: {host.describe()} ready for {', '.join(roles)}{shipped}")
     except BaseException:
         for host in hosts.values():
             host.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -119,12 +120,17 @@ def run_experiment(
     out = Path(out_dir) if out_dir is not None else default_out_dir(experiment)
     previous = previous_manifest(out, resume)
     check_same_experiment(previous, experiment, out)
+    stream = progress if progress is not None else sys.stderr
+
+    def say(line: str) -> None:
+        print(line, file=stream, flush=True)
+
     if experiment.topology is not None and host is None:
-        roles = connect_hosts(experiment.topology, out, binaries)  # preflight: nothing started yet
+        roles = connect_hosts(experiment.topology, out, binaries, say)  # preflight: nothing started yet
     else:
         roles = RoleHosts.local(host or LocalHost(), binaries)
     try:
-        return _run_all(experiment, runs, out, previous, roles, binaries, progress, handle_signals)
+        return _run_all(experiment, runs, out, previous, roles, binaries, stream, handle_signals, say)
     finally:
         for each in roles.all():
             each.stop_all(grace=2.0)
@@ -132,7 +138,8 @@ def run_experiment(
 
 
 def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | None, roles: RoleHosts,
-             binaries: Binaries, progress: IO[str] | None, handle_signals: bool) -> ExperimentSummary:
+             binaries: Binaries, progress: IO[str], handle_signals: bool,
+             say: Callable[[str], None]) -> ExperimentSummary:
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.toml").write_text(experiment.text, encoding="utf-8")
 
@@ -178,10 +185,10 @@ def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | Non
     # The hosts, their clocks and the links between them, before any run (`_environment`).
     middlewares = [run.configuration.middlewares for run in runs]
     manifest["environment"] = measure_environment(roles, out / "environment", middlewares=max(middlewares) > 0,
-                                                  baselines=min(middlewares) == 0)
+                                                  baselines=min(middlewares) == 0, say=say)
     write_manifest(out, manifest)
 
-    reporter = Progress(progress if progress is not None else sys.stderr, runs, records, experiment)
+    reporter = Progress(progress, runs, records, experiment)
     summary = ExperimentSummary(out, len(runs), 0, 0, 0, 0, 0.0)
     signals = SignalGuard() if handle_signals else None
     # The handlers stay installed through the cleanup below, so a second Ctrl-C cannot cut it short.
