@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -66,6 +67,7 @@ def test_a_process_runs_in_its_own_group_and_stops_with_it(sshd, tmp_path):
         wait_for(lambda: group_members(stubborn.pid) == [], "the stubborn group to be gone")
     finally:
         host.stop_all()
+        host.remove_files()
         host.close()
 
 
@@ -77,6 +79,7 @@ def test_the_processes_die_with_the_connection(sshd, tmp_path):
     host.close()  # no stop: as if the lab were gone
     for handle in handles:
         wait_for(lambda h=handle: group_members(h.pid) == [], f"{handle.name}'s group to be killed")
+    shutil.rmtree(host.remote_root)  # sshd runs here: its files are ours
 
 
 KILLED_LAB = """
@@ -103,6 +106,8 @@ def test_a_lab_killed_with_sigkill_leaves_nothing_on_the_host(sshd, tmp_path):
         lab.kill()
         lab.wait(10)
     wait_for(lambda: group_members(pid) == [], "the sleeper's group to be killed by its watcher")
+    for folder in Path("/tmp/memrelay-lab").glob(f"{tmp_path.name}-*-{lab.pid}"):
+        shutil.rmtree(folder)  # sshd runs here: the killed lab's folder is ours to remove
 
 
 def test_the_cli_names_an_unreachable_host_and_exits_2(tmp_path):
@@ -139,6 +144,7 @@ def test_files_ports_and_collect(sshd, tmp_path):
         with pytest.raises(HostError, match="outside the results folder"):
             host.path(Path("/etc/passwd"))
     finally:
+        host.remove_files()
         host.close()
 
 
@@ -268,6 +274,8 @@ def test_a_tiny_experiment_with_every_role_on_ssh_hosts(sshd, tmp_path):
     for pair in (("front", "back"), ("back", "front")):
         assert "error" not in links[pair], links[pair]
         assert 0 < links[pair]["rtt_min_ms"] <= links[pair]["rtt_median_ms"] and links[pair]["mbit_per_s"] > 0
+    # The hosts' folders for the experiment are gone (everything was fetched).
+    assert not list(Path("/tmp/memrelay-lab").glob(f"results-*-{os.getpid()}"))
     # Nothing left running on the hosts: every process group the run started is gone.
     for process in record["processes"]:
         assert group_members(process["pid"]) == []

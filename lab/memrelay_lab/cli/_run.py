@@ -67,6 +67,10 @@ def run_command(args: argparse.Namespace) -> int:
                     seen.add(run.configuration.index)
                     print(f"c{run.configuration.index:03d}  {run.configuration.label()}")
             load_s = sum(run.configuration.test_time for run in runs)
+            if experiment.topology is not None:
+                source = "the testbed" if experiment.topology.testbed else "[hosts], over SSH"
+                placed = "; ".join(f"{role} on {', '.join(names)}" for role, names in experiment.topology.roles.items())
+                print(f"hosts ({source}, checked when the run starts): {placed}")
             print(f"{len(seen)} configurations x {experiment.settings['repetitions']} repetitions = {len(runs)} runs "
                   f"of {experiment.settings['test_time']:g} s ({load_s / 60:.1f} min of load); results would go to "
                   f"{args.out or default_out_dir(experiment)}")

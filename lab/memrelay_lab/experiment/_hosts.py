@@ -81,6 +81,10 @@ class Host(ABC):
     def collect(self, lab_dir: Path) -> None:
         """Copy every file this host's processes wrote under ``lab_dir`` into the results folder."""
 
+    def remove_files(self) -> None:
+        """Delete what the experiment left in the host's own folder (nothing on this machine:
+        the results folder is the host's folder)."""
+
     def close(self) -> None:
         """Let go of the host (connections); its processes must be stopped first."""
 

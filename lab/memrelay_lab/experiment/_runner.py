@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from ._environment import measure_environment
 from ._expand import plan
-from ._hosts import Host, LocalHost
+from ._hosts import Host, HostError, LocalHost
 from ._manifest import (
     FORMAT,
     ResultsExist,
@@ -134,6 +134,10 @@ def run_experiment(
     finally:
         for each in roles.all():
             each.stop_all(grace=2.0)
+            try:
+                each.remove_files()
+            except HostError:
+                pass  # a host that went away keeps its folder; its processes died with the connection
             each.close()
 
 

@@ -172,6 +172,11 @@ class SSHHost(Host):
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
 
+    def remove_files(self) -> None:
+        """Delete this experiment's folder on the host (its files were fetched run by run)."""
+        if self._connection is not None and len(self.remote_root.parts) >= 3:
+            self.run(f"rm -rf -- {shlex.quote(str(self.remote_root))}")
+
     def run(self, command: str, timeout: float = COMMAND_TIMEOUT_S) -> asyncssh.SSHCompletedProcess:
         """Run a short shell command to its end; its exit status, stdout and stderr."""
         try:
