@@ -81,7 +81,7 @@ KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
-MaxSessions 100
+MaxSessions 10
 MaxStartups 100
 Subsystem sftp internal-sftp
 LogLevel ERROR

@@ -71,6 +71,20 @@ def test_a_process_runs_in_its_own_group_and_stops_with_it(sshd, tmp_path):
         host.close()
 
 
+def test_more_processes_than_sshd_allows_sessions_per_connection(sshd, tmp_path):
+    """sshd (like Debian's default) allows 10 sessions per connection: 12 processes still start."""
+    host = SSHHost(spec(sshd), lab_root=tmp_path)
+    try:
+        handles = [host.start(f"sleeper-{i}", ["sleep", "60"], tmp_path / f"{i}.log") for i in range(12)]
+        assert len(host.live) == 12
+        assert sorted(h.pid for h in host.stop_all(grace=5.0)) == sorted(h.pid for h in handles)
+        assert all(h.returncode == -signal.SIGTERM for h in handles)
+    finally:
+        host.stop_all()
+        host.remove_files()
+        host.close()
+
+
 def test_the_processes_die_with_the_connection(sshd, tmp_path):
     """The lab killed mid-run: its connection drops, and the watchers kill their groups."""
     host = SSHHost(spec(sshd), lab_root=tmp_path)

@@ -52,6 +52,9 @@ def measure_environment(roles: RoleHosts, folder: Path, *, middlewares: bool = T
         facts["roles"] = [role for role in ("servers", "middlewares", "clients")
                           if host in getattr(roles, role)]
         facts["processes_visible_to_lab"] = host.name in roles.visible
+        programs = roles.binaries_on(host)
+        facts["binaries"] = {"memcached": programs.memcached, "memrelay": programs.memrelay,
+                             "memrelay-bench": programs.bench}
         facts.update(_clock(host))
         hosts[host.name] = facts
     links = []

@@ -2,8 +2,10 @@
 
 Built on asyncssh (docs/ARCHITECTURE.md says why). asyncssh is asyncio and the lab is
 synchronous, so one event loop runs in a daemon thread (`_Loop`) and every call submits a
-coroutine to it and waits for the result; each host keeps one connection (and one SFTP
-session) for all its processes.
+coroutine to it and waits for the result. Each host keeps one connection for its short
+commands, its SFTP session and its clock readings, and one more per
+`PROCESSES_PER_CONNECTION` processes (sshd's MaxSessions caps the channels of a connection,
+10 by default); connections are reused for the whole experiment.
 
 Paths. The lab names every file by its place in the results folder (a *lab path*). On a
 remote machine the same file lives under the host's own folder: ``path(lab_path)`` is
@@ -46,6 +48,8 @@ from ._topology import HostSpec
 __all__ = ["HostError", "SSHHost", "CONNECT_TIMEOUT_S"]
 
 CONNECT_TIMEOUT_S = 10.0
+# Processes per SSH connection: below sshd's default MaxSessions (10).
+PROCESSES_PER_CONNECTION = 8
 COMMAND_TIMEOUT_S = 60.0
 # free_port picks from here: below the usual ephemeral range (32768-60999), so an outgoing
 # connection of the host never takes the port between the pick and the listen.
@@ -86,6 +90,7 @@ class _Remote:
 
     process: asyncssh.SSHClientProcess
     closed: asyncio.Future
+    connection: list  # its entry of SSHHost._process_connections
     signalled: int | None = None
 
 
@@ -109,8 +114,10 @@ class SSHHost(Host):
         folder = f"{run_name or (self.lab_root.name if self.lab_root else 'lab')}-{stamp}-{os.getpid()}"
         self.remote_root = PurePosixPath(spec.work_dir) / folder
         self._loop = _Loop.get()
-        self._connection: asyncssh.SSHClientConnection | None = None
+        self._connection: asyncssh.SSHClientConnection | None = None  # commands, SFTP, the clock
         self._sftp: asyncssh.SFTPClient | None = None
+        # The processes' connections, each with its count of processes (sshd's MaxSessions).
+        self._process_connections: list[list] = []
         self._remotes: dict[int, _Remote] = {}
         self._live: dict[int, ProcessHandle] = {}
         self._ports_given: set[int] = set()
@@ -123,8 +130,10 @@ class SSHHost(Host):
 
     def connect(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
         """Reach and log in to the host; HostError with the reason (unreachable, key refused, ...)."""
-        if self._connection is not None:
-            return
+        if self._connection is None:
+            self._connection = self._open(timeout)
+
+    def _open(self, timeout: float = CONNECT_TIMEOUT_S) -> asyncssh.SSHClientConnection:
         spec = self.spec
         if spec.key is not None and not Path(spec.key).is_file():
             raise HostError(f"{spec.describe()}: the key file {spec.key} does not exist")
@@ -140,7 +149,7 @@ class SSHHost(Host):
             options["known_hosts"] = spec.known_hosts
         user = spec.user or os.environ.get("USER") or "the lab's user"
         try:
-            self._connection = self._loop.run(asyncssh.connect(spec.address, **options), timeout + 5)
+            return self._loop.run(asyncssh.connect(spec.address, **options), timeout + 5)
         except asyncssh.PermissionDenied:
             key = f"with key {spec.key}" if spec.key else "with the agent's and ~/.ssh's keys"
             raise HostError(f"{spec.describe()}: authentication failed for user {user} {key}") from None
@@ -162,10 +171,23 @@ class SSHHost(Host):
         assert self._connection is not None
         return self._connection
 
+    def _process_connection(self) -> list:
+        """A connection with room for one more process: sshd allows MaxSessions channels per
+        connection (10 by default), so every `PROCESSES_PER_CONNECTION` processes get a new one."""
+        for entry in self._process_connections:
+            if entry[1] < PROCESSES_PER_CONNECTION:
+                return entry
+        entry = [self._open(), 0]
+        self._process_connections.append(entry)
+        return entry
+
     def close(self) -> None:
-        """Close the connection (processes still running get killed by their watchers)."""
+        """Close the connections (processes still running get killed by their watchers)."""
+        connections = [entry[0] for entry in self._process_connections]
         if self._connection is not None:
-            connection, self._connection, self._sftp = self._connection, None, None
+            connections.append(self._connection)
+        self._connection, self._sftp, self._process_connections = None, None, []
+        for connection in connections:
             connection.close()
             try:
                 self._loop.run(connection.wait_closed(), 10)
@@ -174,7 +196,7 @@ class SSHHost(Host):
 
     def remove_files(self) -> None:
         """Delete this experiment's folder on the host (its files were fetched run by run)."""
-        if self._connection is not None and len(self.remote_root.parts) >= 3:
+        if (self._connection is not None or self._process_connections) and len(self.remote_root.parts) >= 3:
             self.run(f"rm -rf -- {shlex.quote(str(self.remote_root))}")
 
     def run(self, command: str, timeout: float = COMMAND_TIMEOUT_S) -> asyncssh.SSHCompletedProcess:
@@ -238,7 +260,8 @@ class SSHHost(Host):
         command = (f"mkdir -p {shlex.quote(str(remote_log.parent))} && cd {shlex.quote(str(self.remote_root))} && "
                    f"exec {shlex.join([*prefix, 'setsid', '-w', 'sh', '-c', _START, 'sh', str(remote_log), *argv])}")
 
-        connection = self.connection
+        entry = self._process_connection()
+        connection = entry[0]
 
         async def launch() -> tuple[asyncssh.SSHClientProcess, int, asyncio.Future]:
             process = await connection.create_process(command, encoding="utf-8")
@@ -260,7 +283,8 @@ class SSHHost(Host):
         except (asyncssh.Error, OSError) as error:
             raise HostError(f"{self.describe()}: cannot start {name}: {error}") from None
         handle = ProcessHandle(name, list(argv), pid, Path(log_path), time.time())
-        self._remotes[pid] = _Remote(process, closed)
+        entry[1] += 1
+        self._remotes[pid] = _Remote(process, closed, entry)
         self._live[pid] = handle
         return handle
 
@@ -287,6 +311,7 @@ class SSHHost(Host):
             status = -remote.signalled  # `setsid -w` exits with the signal number of a signalled child
         handle.returncode = status
         self._live.pop(handle.pid, None)
+        remote.connection[1] -= 1
         try:
             self.fetch(handle.log_path, handle.log_path)  # the log beside the other results
         except HostError:
@@ -326,9 +351,9 @@ class SSHHost(Host):
                 return
 
     def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
-        if self._connection is None:
-            return []
         live = [h for h in list(self._live.values()) if self.poll(h) is None]
+        if not live:
+            return []
         try:
             self.stop_many(live, grace)
         except HostError:
