@@ -294,3 +294,26 @@ def test_a_tiny_experiment_with_every_role_on_ssh_hosts(sshd, tmp_path):
     for process in record["processes"]:
         assert group_members(process["pid"]) == []
     wait_for(lambda: sshd_sessions(sshd) == [], "sshd's sessions to end")
+
+
+def test_hosts_from_the_testbed_state_file(sshd, tmp_path, monkeypatch):
+    """hosts = "testbed": the hosts come from the state file `memrelay-lab testbed up` writes (here
+    naming this sshd), and they run this build's binaries in place."""
+    from memrelay_lab.experiment._preflight import connect_hosts
+
+    monkeypatch.setenv("MEMRELAY_LAB_TESTBED_DIR", str(tmp_path))
+    entry = {"namespace": "mrlab-x", "address": "127.0.0.1", "ssh_port": sshd.port, "user": "root",
+             "key": str(sshd.key), "known_hosts": str(sshd.known_hosts), "links": {"rate_mbit": 100}}
+    (tmp_path / "state.json").write_text(json.dumps({"hosts": [{"name": "h1", **entry}, {"name": "h2", **entry}]}))
+    experiment = parse_experiment(EXPERIMENT + 'hosts = "testbed"\n[roles]\nservers = ["h1"]\nmiddlewares = ["h2"]\n'
+                                  'clients = ["h1"]\n', source="testbed.toml")
+    local = binaries()
+    roles = connect_hosts(experiment.topology, tmp_path / "out", local)
+    try:
+        assert [h.name for h in roles.all()] == ["h1", "h2"] and roles.visible == {"h1", "h2"}
+        assert roles.binaries_on(roles.server(0)).memcached == local.memcached
+        assert roles.binaries_on(roles.middleware(0)).memrelay == local.memrelay
+        assert roles.server(0).user_is_root
+    finally:
+        for host in roles.all():
+            host.close()
