@@ -245,7 +245,10 @@ class OneRun:
         for host in self.hosts.all():
             mine = [h for h in self.handles if self.host_of(h) is host]
             if mine:
-                host.stop_many(mine, grace=2.0 if hurry else 5.0)
+                try:
+                    host.stop_many(mine, grace=2.0 if hurry else 5.0)
+                except HostError as error:  # the host went away: its processes went with the connection
+                    self.record["stop_error"] = str(error)
         if not hurry:
             for host in self.hosts.all():
                 if any(self.host_of(h) is host for h in self.handles):
