@@ -51,6 +51,7 @@ def test_no_hosts_means_this_machine():
     (HOSTS.replace('ship = true', 'ship = true\nbin_dir = "/opt"'), 13, "either ship = true"),
     (HOSTS.replace('[roles]', '[rolez]'), None, "unknown key"),
     (BASE + '[roles]\nservers = ["a"]\n', 6, "[roles] needs [hosts]"),
+    (HOSTS.replace('address = "10.0.0.31"', 'user = "x"'), 10, "c1: missing address"),
 ])
 def test_mistakes_are_refused_with_the_line(text, line, reason):
     with pytest.raises(SpecError) as error:

@@ -160,7 +160,7 @@ def _host(name: str, raw: Any, table: tuple, fail: Fail) -> HostSpec:
         if key not in _HOST_KEYS:
             raise fail(key, f"unknown key; a host takes {', '.join(_HOST_KEYS)}", table)
     if "address" not in raw:
-        raise fail(name, "missing address = \"...\"", table[:-1])
+        raise fail(name, "missing address = \"...\"", table)  # points at the [hosts.NAME] header
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "port":
