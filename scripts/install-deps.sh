@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what memrelay's build, tests and lab need and this machine lacks: memcached,
-# twemproxy (nutcracker) and libmemcached-tools from Debian's packages, and the lab's Python
-# virtual environment with pinned packages, plus the real Python memcached clients that
+# twemproxy (nutcracker), libmemcached-tools and openssh-server from Debian's packages, and the
+# lab's Python virtual environment with pinned packages, plus the real Python memcached clients that
 # tests/python drives memrelay with. Idempotent: does nothing for what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,8 @@ command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || need_apt+=(nutcracker)
 # libmemcached's conformance suite and tools (memccapable, memcstat, memcping), run by the tests.
 command -v memccapable >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
+# A real OpenSSH server: the lab's SSH hosts are tested against one (started by the tests, on a free port).
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 if [ "${WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then need_apt+=(chromium); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian's packages"
@@ -20,6 +22,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   # Debian starts the packaged services; memrelay's tests and lab start their own on free ports.
   $SUDO systemctl disable --now memcached nutcracker >/dev/null 2>&1 || true
+  # Only an sshd this script installed is stopped; a machine's own sshd is left alone.
+  if [[ " ${need_apt[*]} " == *" openssh-server "* ]]; then $SUDO systemctl disable --now ssh >/dev/null 2>&1 || true; fi
 fi
 
 venv=lab/.venv

@@ -124,6 +124,8 @@ def test_cli_writes_html_markdown_figures_and_csv(report):
     for heading in ("Throughput and response time", "Interactive response-time law", "2^k r factorial design",
                     "Queueing models", "Percentiles and histograms", "Values read per second"):
         assert f"## {heading}" in markdown
+    # A run on this machine alone says so in its overview.
+    assert "All roles (servers, middlewares and clients) shared one machine" in markdown
 
 
 def test_the_report_is_readable(report):

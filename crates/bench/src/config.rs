@@ -132,6 +132,18 @@ pub struct Args {
     /// Time allowed to establish all connections at the start
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub connect_timeout: f64,
+
+    /// Measure a link instead of loading a server: answer one --link-probe on HOST:PORT
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "link_probe")]
+    pub link_listen: Option<String>,
+
+    /// Measure the link to a --link-listen: round trips, then a bulk transfer; JSON on stdout
+    #[arg(long, value_name = "HOST:PORT")]
+    pub link_probe: Option<String>,
+
+    /// Seconds of bulk transfer of --link-probe
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    pub link_seconds: f64,
 }
 
 /// What the run does after the connections are up.

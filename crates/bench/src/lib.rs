@@ -10,11 +10,13 @@
 //! - [`stats`], [`collect`]: counters and histograms, per-second merge across threads.
 //! - [`report`]: JSON and table output.
 //! - [`run`]: the main thread: start, phases, exit codes.
+//! - [`link`]: `--link-listen` / `--link-probe`, a link's round trip and bandwidth.
 
 pub mod collect;
 pub mod config;
 pub mod conn;
 pub mod keys;
+pub mod link;
 pub mod report;
 pub mod run;
 pub mod stats;

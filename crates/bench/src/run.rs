@@ -27,6 +27,9 @@ const SHOWN_ERRORS: usize = 3;
 
 pub fn main() -> i32 {
     let args = Args::parse();
+    if args.link_listen.is_some() || args.link_probe.is_some() {
+        return link_main(&args);
+    }
     let cfg = match Config::from_args(args) {
         Ok(cfg) => cfg,
         Err(ConfigError::Usage(m)) => {
@@ -48,6 +51,26 @@ pub fn main() -> i32 {
         return 1;
     }
     Bench::start(cfg, stop).map_or(1, Bench::run)
+}
+
+/// `--link-listen` / `--link-probe` (see [`crate::link`]): 0 measured, 1 failed.
+fn link_main(args: &Args) -> i32 {
+    let wait = Duration::from_secs_f64(args.connect_timeout.max(0.1));
+    let result = if let Some(listen) = &args.link_listen {
+        crate::link::listen(listen, wait.max(Duration::from_secs(30)))
+    } else {
+        let target = args.link_probe.as_deref().unwrap_or_default();
+        crate::link::probe(target, args.link_seconds, wait)
+            .and_then(|m| serde_json::to_writer(std::io::stdout(), &m).map_err(std::io::Error::other))
+            .map(|()| println!())
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("memrelay-bench: link: {e}");
+            1
+        }
+    }
 }
 
 struct Bench {

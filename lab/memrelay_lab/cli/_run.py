@@ -3,7 +3,8 @@
     memrelay-lab run FILE [--out DIR] [--profile NAME] [--resume] [--dry-run] [--bin-dir DIR]
 
 Exit status: 0 every run completed; 1 some runs failed (the summary lists them); 2 bad input
-(a mistake in the file, a missing binary, a results folder that exists without --resume);
+(a mistake in the file, a missing binary, a results folder that exists without --resume, a
+host of [hosts] that cannot be used: unreachable, key refused, a program missing);
 130 (143) stopped by Ctrl-C (SIGTERM), after stopping every process it started.
 """
 
@@ -15,9 +16,11 @@ from pathlib import Path
 
 from ..experiment import (
     BinaryNotFound,
+    HostError,
     Interrupted,
     ResultsExist,
     SpecError,
+    TestbedUnavailable,
     default_out_dir,
     describe_parameters,
     find_binaries,
@@ -64,13 +67,17 @@ def run_command(args: argparse.Namespace) -> int:
                     seen.add(run.configuration.index)
                     print(f"c{run.configuration.index:03d}  {run.configuration.label()}")
             load_s = sum(run.configuration.test_time for run in runs)
+            if experiment.topology is not None:
+                source = "the testbed" if experiment.topology.testbed else "[hosts], over SSH"
+                placed = "; ".join(f"{role} on {', '.join(names)}" for role, names in experiment.topology.roles.items())
+                print(f"hosts ({source}, checked when the run starts): {placed}")
             print(f"{len(seen)} configurations x {experiment.settings['repetitions']} repetitions = {len(runs)} runs "
                   f"of {experiment.settings['test_time']:g} s ({load_s / 60:.1f} min of load); results would go to "
                   f"{args.out or default_out_dir(experiment)}")
             return 0
         binaries = find_binaries(args.bin_dir)
         summary = run_experiment(experiment, args.out, resume=args.resume, binaries=binaries)
-    except (SpecError, BinaryNotFound, ResultsExist) as error:
+    except (SpecError, BinaryNotFound, ResultsExist, HostError, TestbedUnavailable) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     except Interrupted as interrupted:

@@ -1,9 +1,11 @@
 """An experiment from its TOML file to its raw results folder: the spec, its expansion into
-configurations and runs, the processes of one run, the hosts they run on, and the runner."""
+configurations and runs, the processes of one run, the hosts they run on (this machine, or machines over SSH), and the runner."""
 
 from ._cpu import CpuSampler, machine_cores, thread_role
 from ._expand import Configuration, Instance, Run, expand, placement, plan
-from ._hosts import Host, LocalHost, ProcessHandle
+from ._hosts import Host, HostError, LocalHost, ProcessHandle
+from ._ssh import SSHHost
+from ._topology import HostSpec, TestbedUnavailable, Topology
 from ._processes import REPO, Binaries, BinaryNotFound, find_binaries
 from ._runner import ExperimentSummary, Interrupted, ResultsExist, default_out_dir, run_experiment
 from ._spec import (
@@ -32,14 +34,19 @@ __all__ = [
     "Experiment",
     "ExperimentSummary",
     "Host",
+    "HostError",
+    "HostSpec",
     "Instance",
     "Interrupted",
     "LocalHost",
     "ProcessHandle",
     "ResultsExist",
     "Run",
+    "SSHHost",
     "SpecError",
     "SpecWarning",
+    "TestbedUnavailable",
+    "Topology",
     "default_out_dir",
     "describe_parameters",
     "expand",

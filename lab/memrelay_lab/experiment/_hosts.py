@@ -1,9 +1,11 @@
 """Where processes run: the small :class:`Host` interface and its one implementation, :class:`LocalHost`.
 
 The experiment logic only ever asks a host to *start* a command (its output going to a log
-file on that host), to *poll*/*wait* for it, to *stop* it, to *fetch* a file it wrote, and for
-a free TCP port and the address others reach it at. A remote host (ssh, a container, a cloud
-VM) implements the same methods; nothing else changes.
+file on that host), to *poll*/*wait* for it, to *stop* it, to *fetch* a file it wrote (or
+*collect* a run's folder), and for a free TCP port and the address others reach it at. Files
+are named by their place in the results folder; ``path()`` says where such a file is on the
+host (on this machine: right there). :class:`~memrelay_lab.experiment._ssh.SSHHost` (a machine
+reached over SSH) implements the same methods; nothing else changes.
 
 LocalHost starts every process in a new session (its own process group, ``start_new_session``)
 so that stopping it stops everything it forked, and so that a Ctrl-C in the terminal reaches
@@ -27,7 +29,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Host", "LocalHost", "ProcessHandle"]
+__all__ = ["Host", "HostError", "LocalHost", "ProcessHandle"]
+
+
+class HostError(RuntimeError):
+    """A host cannot be used: the message names it (``host NAME (ADDRESS): reason``)."""
 
 
 @dataclass
@@ -61,6 +67,26 @@ class Host(ABC):
     name: str
     #: The address other processes use to reach listeners on this host.
     address: str
+    #: Processes run as root there (memcached then needs ``-u root``).
+    user_is_root: bool = False
+
+    def describe(self) -> str:
+        """``host NAME (ADDRESS)``: how messages name it."""
+        return f"host {self.name} ({self.address})"
+
+    def path(self, lab_path: Path) -> Path:
+        """Where the file the lab names ``lab_path`` (in the results folder) is on this host."""
+        return Path(lab_path)
+
+    def collect(self, lab_dir: Path) -> None:
+        """Copy every file this host's processes wrote under ``lab_dir`` into the results folder."""
+
+    def remove_files(self) -> None:
+        """Delete what the experiment left in the host's own folder (nothing on this machine:
+        the results folder is the host's folder)."""
+
+    def close(self) -> None:
+        """Let go of the host (connections); its processes must be stopped first."""
 
     @abstractmethod
     def start(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessHandle:
@@ -85,7 +111,7 @@ class Host(ABC):
 
     @abstractmethod
     def fetch(self, remote_path: Path, local_path: Path) -> Path | None:
-        """Copy a file the processes wrote on this host to the lab's machine (None if missing)."""
+        """Copy the file ``path(remote_path)`` the processes wrote to ``local_path`` (None if missing)."""
 
     @abstractmethod
     def free_port(self) -> int:
@@ -102,6 +128,7 @@ class LocalHost(Host):
     def __init__(self, address: str = "127.0.0.1", name: str = "local"):
         self.name = name
         self.address = address
+        self.user_is_root = hasattr(os, "geteuid") and os.geteuid() == 0
         self._live: dict[int, ProcessHandle] = {}
 
     def start(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessHandle:

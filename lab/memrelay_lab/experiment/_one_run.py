@@ -2,8 +2,8 @@
 
 `execute_run` goes through the steps of `OneRun` in order:
 
-1. `start_servers`: the memcached servers, each waited for until it listens (free loopback
-   ports);
+1. `start_servers`: the memcached servers, each waited for until it listens (free ports on
+   their hosts);
 2. `start_middlewares`: the middlewares (none for a baseline), each with its own
    ``--stats-dir``;
 3. `populate`: ``memrelay-bench --populate`` over the key range when the workload reads
@@ -16,7 +16,11 @@
 5. `stop`: SIGTERM the middlewares (they write summary.json), then stop the servers.
 
 A failure raises `RunFailed` with the reason; whatever happens, every process the run
-started is stopped and recorded in the run's manifest record.
+started is stopped and recorded in the run's manifest record, and every file the run's
+processes wrote on other hosts is copied back into the run's folder.
+
+Each role runs on its own hosts (`_roles.RoleHosts`); paths in the command lines are the
+host's places of the results folder's files (``host.path``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 
 from ._cpu import CpuSampler
 from ._expand import Run, placement
-from ._hosts import Host, ProcessHandle
+from ._hosts import Host, HostError, ProcessHandle
+from ._roles import RoleHosts
 from ._processes import (
     Binaries,
     ProcessFailed,
@@ -66,8 +71,7 @@ class OneRun:
     run_dir: Path
     out: Path
     record: dict
-    host: Host
-    binaries: Binaries
+    hosts: RoleHosts
     settings: dict[str, Any]
     ticker: Callable[[float, float], None] = lambda started, test_time: None  # (load started, test time)
     tick_done: Callable[[], None] = lambda: None
@@ -82,6 +86,7 @@ class OneRun:
         self.record["processes"] = []
         self.timeline: dict[str, float] = {}
         self.record["timeline"] = self.timeline  # wall-clock seconds since the run started, per stage
+        self._host_of: dict[str, Host] = {}  # process name -> its host
 
     # ------------------------------------------------------------ helpers
 
@@ -91,18 +96,25 @@ class OneRun:
     def _mark(self, stage: str) -> None:
         self.timeline[stage] = round(time.time() - self.record["started_unix"], 3)
 
-    def _start(self, name: str, argv: list[str]) -> ProcessHandle:
-        handle = self.host.start(name, argv, self.run_dir / f"{name}.log")
+    def _start(self, host: Host, name: str, argv: list[str]) -> ProcessHandle:
+        handle = host.start(name, argv, self.run_dir / f"{name}.log")
         self.handles.append(handle)
+        self._host_of[name] = host
         return handle
+
+    def host_of(self, handle: ProcessHandle) -> Host:
+        return self._host_of[handle.name]
+
+    def _binaries(self, host: Host) -> Binaries:
+        return self.hosts.binaries_on(host)
 
     @property
     def server_addresses(self) -> list[str]:
-        return [f"{self.host.address}:{port}" for _, port in self.servers]
+        return [f"{self.host_of(h).address}:{port}" for h, port in self.servers]
 
     @property
     def middleware_addresses(self) -> list[str]:
-        return [f"{self.host.address}:{m.port}" for m in self.middlewares]
+        return [f"{self.host_of(m.handle).address}:{m.port}" for m in self.middlewares]
 
     @property
     def services(self) -> list[ProcessHandle]:
@@ -112,31 +124,35 @@ class OneRun:
 
     def start_servers(self) -> None:
         for j in range(self.config.servers):
-            port = self.host.free_port()
-            argv = memcached_command(self.binaries.memcached, self.host.address, port,
-                                     self.settings["memcached_memory_mb"], self.settings["memcached_threads"])
-            handle = self._start(f"server-{j}", argv)
+            host = self.hosts.server(j)
+            port = host.free_port()
+            argv = memcached_command(self._binaries(host).memcached, host.address, port,
+                                     self.settings["memcached_memory_mb"], self.settings["memcached_threads"],
+                                     as_root=host.user_is_root)
+            handle = self._start(host, f"server-{j}", argv)
             self.servers.append((handle, port))
-            self.files["servers"].append({"log": self._rel(handle.log_path)})
+            self.files["servers"].append({"log": self._rel(handle.log_path), "host": host.name})
         for handle, port in self.servers:
-            wait_until_listening(self.host, handle, port)
+            wait_until_listening(self.host_of(handle), handle, port)
         self._mark("servers_ready")
 
     def start_middlewares(self) -> None:
         for k in range(self.config.middlewares):
-            port = self.host.free_port()
+            host = self.hosts.middleware(k)
+            port = host.free_port()
             stats_dir = self.run_dir / f"middleware-{k}"
-            argv = memrelay_command(self.binaries.memrelay, self.config, f"{self.host.address}:{port}",
-                                    self.server_addresses, stats_dir, self.settings["request_log_sample"])
-            handle = self._start(f"middleware-{k}", argv)
+            argv = memrelay_command(self._binaries(host).memrelay, self.config, f"{host.address}:{port}",
+                                    self.server_addresses, host.path(stats_dir), self.settings["request_log_sample"])
+            handle = self._start(host, f"middleware-{k}", argv)
             self.middlewares.append(_Middleware(handle, port, stats_dir))
             self.files["middlewares"].append({
+                "host": host.name,
                 "log": self._rel(handle.log_path),
                 "summary": self._rel(stats_dir / "summary.json"),
                 "windows": self._rel(stats_dir / "windows.jsonl"),
             })
         for middleware in self.middlewares:
-            wait_until_listening(self.host, middleware.handle, middleware.port)
+            wait_until_listening(self.host_of(middleware.handle), middleware.handle, middleware.port)
         self._mark("middlewares_ready")
 
     def populate(self) -> None:
@@ -147,18 +163,19 @@ class OneRun:
         else:
             targets = [(f"server-{j}", address) for j, address in enumerate(self.server_addresses)]
         populating = []
+        host = self.hosts.client(0)
         for name, target in targets:
             json_out = self.run_dir / f"populate-{name}.json"
-            handle = self._start(f"populate-{name}", populate_command(self.binaries.bench, self.config, target,
-                                                                      json_out))
+            argv = populate_command(self._binaries(host).bench, self.config, target, host.path(json_out))
+            handle = self._start(host, f"populate-{name}", argv)
             populating.append((handle, json_out))
             self.files["populate"].append(
                 {"target": name, "json": self._rel(json_out), "log": self._rel(handle.log_path)}
             )
         timeout = 60.0 + self.config.keys * self.config.value_size / 5e6
-        wait_all(self.host, [h for h, _ in populating], timeout, self.services)
+        wait_all(self.host_of, [h for h, _ in populating], timeout, self.services)
         for handle, json_out in populating:
-            check_bench(self.host, handle, json_out, 0.0, phase="populate")
+            check_bench(self.host_of(handle), handle, json_out, 0.0, phase="populate")
         self._mark("populated")
 
     def apply_load(self) -> None:
@@ -168,59 +185,78 @@ class OneRun:
             addresses = self.middleware_addresses if instance.target_kind == "middleware" else self.server_addresses
             targets = [addresses[t] for t in instance.targets]
             json_out = self.run_dir / f"{instance.name}.json"
-            argv = bench_command(self.binaries.bench, self.config, targets, self.settings["seed"] + instance.index,
-                                 json_out)
-            handle = self._start(instance.name, argv)
+            host = self.hosts.client(instance.machine)
+            argv = bench_command(self._binaries(host).bench, self.config, targets,
+                                 self.settings["seed"] + instance.index, host.path(json_out))
+            handle = self._start(host, instance.name, argv)
             benches.append((handle, json_out))
             self.files["clients"].append({
-                "machine": instance.machine, "instance": instance.instance, "targets": targets,
+                "machine": instance.machine, "host": host.name, "instance": instance.instance, "targets": targets,
                 "json": self._rel(json_out), "log": self._rel(handle.log_path),
             })
         started = self.record["load_started_unix"] = time.time()
         self._mark("load_started")
         test_time = self.config.test_time
-        # Processor time of every process over the interval the clients' means are kept for.
-        pids = {h.name: h.pid for h in self.handles if self.host.poll(h) is None}
+        # Processor time of every process over the interval the clients' means are kept for
+        # (of the processes this machine can see: its own, and those of hosts sharing its kernel).
+        pids = {h.name: h.pid for h in self.handles
+                if self.host_of(h).name in self.hosts.visible and self.host_of(h).poll(h) is None}
         sampler = CpuSampler(pids, started + self.config.warmup, started + test_time - self.config.cooldown)
         sampler.begin()
-        wait_all(self.host, [h for h, _ in benches], test_time + 30.0, self.services,
+        wait_all(self.host_of, [h for h, _ in benches], test_time + 30.0, self.services,
                  ticker=lambda: self.ticker(started, test_time))
         self.tick_done()
         self._mark("load_ended")
         if sampler.write(self.run_dir / "cpu.json") is not None:
             self.files["cpu"] = self._rel(self.run_dir / "cpu.json")
         self._save_server_stats("after")
-        totals = [check_bench(self.host, h, json_out, self.settings["max_error_rate"]) for h, json_out in benches]
+        totals = [check_bench(self.host_of(h), h, json_out, self.settings["max_error_rate"])
+                  for h, json_out in benches]
         self.record["clients_throughput"] = sum(t.get("ops_per_sec", 0.0) for t in totals)
 
     def _save_server_stats(self, when: str) -> None:
-        for j, (_, port) in enumerate(self.servers):
+        for j, (handle, port) in enumerate(self.servers):
             path = self.run_dir / f"server-{j}.stats-{when}.txt"
-            path.write_text(server_stats(self.host.address, port))
+            path.write_text(server_stats(self.host_of(handle).address, port))
             self.files["servers"][j][f"stats_{when}"] = self._rel(path)
 
     def stop(self) -> None:
         """Middlewares first (they write summary.json on SIGTERM), then the servers."""
         for middleware in self.middlewares:
             handle = middleware.handle
-            if self.host.poll(handle) is not None:
+            host = self.host_of(handle)
+            if host.poll(handle) is not None:
                 raise RunFailed(f"{handle.name} exited with status {handle.returncode} during the run "
                                 f"(log: {handle.log_path})")
-            status = self.host.stop(handle, grace=15.0)
+            status = host.stop(handle, grace=15.0)
             summary = middleware.stats_dir / "summary.json"
-            if self.host.fetch(summary, summary) is None:
+            if host.fetch(summary, summary) is None:
                 raise RunFailed(f"{handle.name} wrote no summary.json (exit status {status}; log: {handle.log_path})")
         self._mark("middlewares_stopped")
         # memcached holds nothing worth a graceful exit (its stats are saved), and that exit
         # takes it most of a second: SIGKILL.
         for handle, _ in self.servers:
-            self.host.stop(handle, grace=5.0, sig=signal.SIGKILL)
+            self.host_of(handle).stop(handle, grace=5.0, sig=signal.SIGKILL)
         self._mark("servers_stopped")
 
     def stop_everything(self, hurry: bool) -> None:
-        """Stop whatever still runs (all at once; a no-op after `stop`) and record the processes."""
-        self.host.stop_many(self.handles, grace=2.0 if hurry else 5.0)
-        self.record["processes"] = [h.as_dict() for h in self.handles]
+        """Stop whatever still runs (all at once per host; a no-op after `stop`), copy back what
+        the other hosts wrote, and record the processes."""
+        for host in self.hosts.all():
+            mine = [h for h in self.handles if self.host_of(h) is host]
+            if mine:
+                try:
+                    host.stop_many(mine, grace=2.0 if hurry else 5.0)
+                except HostError as error:  # the host went away: its processes went with the connection
+                    self.record["stop_error"] = str(error)
+        if not hurry:
+            for host in self.hosts.all():
+                if any(self.host_of(h) is host for h in self.handles):
+                    try:
+                        host.collect(self.run_dir)
+                    except HostError as error:  # the run's own outcome stays what it was
+                        self.record["collect_error"] = str(error)
+        self.record["processes"] = [{**h.as_dict(), "host": self.host_of(h).name} for h in self.handles]
 
 
 def execute_run(one: OneRun, interrupted: Callable[[], bool]) -> None:
@@ -232,7 +268,7 @@ def execute_run(one: OneRun, interrupted: Callable[[], bool]) -> None:
         one.populate()
         one.apply_load()
         one.stop()
-    except ProcessFailed as failure:
+    except (ProcessFailed, HostError) as failure:
         raise RunFailed(str(failure)) from None
     except OSError as failure:  # a server that stopped answering `stats`, a full disk, ...
         raise RunFailed(f"{type(failure).__name__}: {failure}") from None
@@ -240,15 +276,15 @@ def execute_run(one: OneRun, interrupted: Callable[[], bool]) -> None:
         one.stop_everything(hurry=interrupted())
 
 
-def wait_all(host: Host, clients: list[ProcessHandle], timeout: float, services: list[ProcessHandle],
-             ticker: Callable[[], None] | None = None) -> None:
+def wait_all(host_of: Callable[[ProcessHandle], Host], clients: list[ProcessHandle], timeout: float,
+             services: list[ProcessHandle], ticker: Callable[[], None] | None = None) -> None:
     """Wait for every client to exit while the ``services`` they need stay up.
 
     Fails fast: a service that exits, or a client that exits non-zero while others still run.
     """
     deadline = time.monotonic() + timeout
     while True:
-        running = [c for c in clients if host.poll(c) is None]
+        running = [c for c in clients if host_of(c).poll(c) is None]
         for client in clients:
             if client.returncode not in (None, 0):
                 raise RunFailed(f"{client.name} exited with status {client.returncode}{log_tail(client.log_path)} "
@@ -256,14 +292,14 @@ def wait_all(host: Host, clients: list[ProcessHandle], timeout: float, services:
         if not running:
             return
         for service in services:
-            if host.poll(service) is not None:
+            if host_of(service).poll(service) is not None:
                 raise RunFailed(f"{service.name} exited with status {service.returncode} while "
                                 f"{running[0].name} was running{log_tail(service.log_path)} (log: {service.log_path})")
         if time.monotonic() > deadline:
             raise RunFailed(f"{running[0].name} did not finish within {timeout:.0f} s (log: {running[0].log_path})")
         if ticker:
             ticker()
-        host.wait(running[0], 0.2)
+        host_of(running[0]).wait(running[0], 0.2)
 
 
 def check_bench(host: Host, handle: ProcessHandle, json_out: Path, max_error_rate: float,

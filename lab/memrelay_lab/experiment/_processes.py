@@ -84,10 +84,14 @@ def find_binaries(bin_dir: str | Path | None = None) -> Binaries:
     return Binaries(memcached=memcached, memrelay=ours("memrelay"), bench=ours("memrelay-bench"))
 
 
-def memcached_command(binary: str, address: str, port: int, memory_mb: int, threads: int) -> list[str]:
-    """One memcached server, TCP only (seed 000 ran memcached with one thread)."""
+def memcached_command(binary: str, address: str, port: int, memory_mb: int, threads: int,
+                      as_root: bool | None = None) -> list[str]:
+    """One memcached server, TCP only (seed 000 ran memcached with one thread); ``as_root``:
+    the host runs it as root (default: this process does)."""
     argv = [binary, "-l", address, "-p", str(port), "-U", "0", "-m", str(memory_mb), "-t", str(threads)]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if as_root:
         argv += ["-u", "root"]  # memcached refuses to run as root without it
     return argv
 

@@ -28,12 +28,14 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ._environment import measure_environment
 from ._expand import plan
-from ._hosts import Host, LocalHost
+from ._hosts import Host, HostError, LocalHost
 from ._manifest import (
     FORMAT,
     ResultsExist,
@@ -47,8 +49,10 @@ from ._manifest import (
     write_manifest,
 )
 from ._one_run import OneRun, RunFailed, execute_run
+from ._preflight import connect_hosts
 from ._processes import Binaries, find_binaries, program_versions
 from ._progress import Progress, duration
+from ._roles import RoleHosts
 from ._signals import Interrupted, SignalGuard, nothing
 from ._spec import Experiment
 
@@ -103,16 +107,43 @@ def run_experiment(
 ) -> ExperimentSummary:
     """Run every configuration of ``experiment`` its number of repetitions (module docstring).
 
+    The roles run on the experiment's ``[hosts]`` (connected and checked first, `_preflight`),
+    else all on ``host`` (default: this machine).
+
     Raises SpecError for an impossible design, BinaryNotFound for a missing program,
-    ResultsExist when ``out_dir`` holds results and ``resume`` is False, and Interrupted
+    ResultsExist when ``out_dir`` holds results and ``resume`` is False, HostError (or
+    TestbedUnavailable) when a host cannot be used, before anything starts, and Interrupted
     (after stopping everything) on SIGINT/SIGTERM when ``handle_signals`` is True.
     """
     runs = plan(experiment)  # validates the whole design before anything starts
     binaries = binaries or find_binaries()
-    host = host or LocalHost()
     out = Path(out_dir) if out_dir is not None else default_out_dir(experiment)
     previous = previous_manifest(out, resume)
     check_same_experiment(previous, experiment, out)
+    stream = progress if progress is not None else sys.stderr
+
+    def say(line: str) -> None:
+        print(line, file=stream, flush=True)
+
+    if experiment.topology is not None and host is None:
+        roles = connect_hosts(experiment.topology, out, binaries, say)  # preflight: nothing started yet
+    else:
+        roles = RoleHosts.local(host or LocalHost(), binaries)
+    try:
+        return _run_all(experiment, runs, out, previous, roles, binaries, stream, handle_signals, say)
+    finally:
+        for each in roles.all():
+            each.stop_all(grace=2.0)
+            try:
+                each.remove_files()
+            except HostError:
+                pass  # a host that went away keeps its folder; its processes died with the connection
+            each.close()
+
+
+def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | None, roles: RoleHosts,
+             binaries: Binaries, progress: IO[str], handle_signals: bool,
+             say: Callable[[str], None]) -> ExperimentSummary:
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.toml").write_text(experiment.text, encoding="utf-8")
 
@@ -138,7 +169,8 @@ def run_experiment(
         "versions": program_versions(binaries),
         "binaries": {"memcached": binaries.memcached, "memrelay": binaries.memrelay, "memrelay-bench": binaries.bench},
         "machine": machine_facts(),
-        "lab": {"python": sys.version.split()[0], "argv": sys.argv, "host": host.name},
+        "lab": {"python": sys.version.split()[0], "argv": sys.argv, "host": roles.all()[0].name},
+        "topology": experiment.topology.as_dict() if experiment.topology else None,
         "started_unix": started,
         "ended_unix": None,
         "status": "running",
@@ -154,9 +186,13 @@ def run_experiment(
         else:
             records.append(pending_record(run))
     manifest["runs"] = records
+    # The hosts, their clocks and the links between them, before any run (`_environment`).
+    middlewares = [run.configuration.middlewares for run in runs]
+    manifest["environment"] = measure_environment(roles, out / "environment", middlewares=max(middlewares) > 0,
+                                                  baselines=min(middlewares) == 0, say=say)
     write_manifest(out, manifest)
 
-    reporter = Progress(progress if progress is not None else sys.stderr, runs, records, experiment)
+    reporter = Progress(progress, runs, records, experiment)
     summary = ExperimentSummary(out, len(runs), 0, 0, 0, 0, 0.0)
     signals = SignalGuard() if handle_signals else None
     # The handlers stay installed through the cleanup below, so a second Ctrl-C cannot cut it short.
@@ -175,7 +211,7 @@ def run_experiment(
                 record.update(status="running", started_unix=time.time())
                 write_manifest(out, manifest)
                 try:
-                    one = OneRun(run, run_dir, out, record, host, binaries, experiment.settings,
+                    one = OneRun(run, run_dir, out, record, roles, experiment.settings,
                                  ticker=reporter.tick, tick_done=reporter.tick_done)
                     execute_run(one, interrupted=lambda: signals is not None and signals.stopping)
                     record["status"] = "completed"
@@ -205,7 +241,8 @@ def run_experiment(
         finally:
             if signals:
                 signals.stopping = True  # ignore further signals: nothing below may be cut short
-            host.stop_all(grace=2.0)
+            for host in roles.all():
+                host.stop_all(grace=2.0)
             manifest["ended_unix"] = time.time()
             write_manifest(out, manifest)
             summary.wall_s = time.time() - started

@@ -38,7 +38,8 @@ the top-level values of the keys it does not set, and the blocks are run one aft
     ]
 
 A profile (``[profile.NAME]``) overrides any key but ``name`` and ``profile``, including
-``combinations``. A file with a mistake is refused before anything starts with a
+``combinations``, ``hosts`` and ``roles``. ``[hosts]`` and ``[roles]`` name the machines the
+roles run on (``_topology``); without them everything runs on this machine. A file with a mistake is refused before anything starts with a
 :class:`SpecError` naming the file, the line, the key and the reason (tomllib reports no
 line numbers for valid TOML, so keys are found by scanning the text; see ``_key_lines``).
 Keys the design sets but never uses give warnings instead (``_spec_warnings``).
@@ -60,6 +61,7 @@ from typing import Any
 
 from ._key_lines import KeyLocator
 from ._spec_warnings import SpecWarning, set_at, spec_warnings
+from ._topology import Topology, parse_topology
 
 __all__ = [
     "Experiment",
@@ -273,7 +275,7 @@ SETTINGS: dict[str, Parameter] = {
     ]
 }
 
-_STRUCTURE = ("combinations", "profile")
+_STRUCTURE = ("combinations", "profile", "hosts", "roles")
 _ALL_KEYS = [*PARAMETERS, *SETTINGS, *_STRUCTURE]
 
 
@@ -311,6 +313,8 @@ class Experiment:
     text: str
     profiles: tuple[str, ...] = ()
     warnings: tuple[SpecWarning, ...] = ()
+    #: The machines (``[hosts]`` and ``[roles]``, see ``_topology``); None: everything on this machine.
+    topology: Topology | None = None
     _locator: "KeyLocator" = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def line_of(self, key: str, block: int | None = None) -> int | None:
@@ -440,6 +444,11 @@ def parse_experiment(
             continue
         values[key] = _values(key, value, lambda k, r, _t=table: fail(k, r, _t))
 
+    hosts_raw, hosts_table = raw("hosts")
+    roles_raw, roles_table = raw("roles")
+    topology = parse_topology(None if hosts_raw is REQUIRED else hosts_raw,
+                              None if roles_raw is REQUIRED else roles_raw, hosts_table, roles_table, fail)
+
     warnings = spec_warnings(values, combinations, settings,
                              lambda key: set_at(locator, key, profile, combos_table, combinations), source)
 
@@ -457,6 +466,7 @@ def parse_experiment(
         text=text,
         profiles=tuple(profiles_table),
         warnings=warnings,
+        topology=topology,
         _locator=locator,
     )
 

@@ -63,11 +63,19 @@ def _socket_inodes(pid: int) -> set[int] | None:
     return inodes
 
 
+def _same_network(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return False
+
+
 def tcp_bytes(pids: dict[str, int]) -> tuple[float, dict[str, tuple[int, int]]]:
     """The time of the reading (unix seconds, when the counters were dumped) and, per process
     name, (bytes received, bytes sent) over all its established TCP connections since each
-    opened. A process that is gone, or when the counters cannot be read, is left out."""
-    inodes = {name: _socket_inodes(pid) for name, pid in pids.items()}
+    opened. A process that is gone, or in another network namespace (a testbed host: the dump
+    sees only this namespace's sockets), or when the counters cannot be read, is left out."""
+    inodes = {name: _socket_inodes(pid) for name, pid in pids.items() if _same_network(pid)}
     at = time.time()
     try:
         counters = _socket_counters()

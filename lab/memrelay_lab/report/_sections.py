@@ -24,6 +24,7 @@ from ..analysis import (
 from ..results import ResultsSummary, merged_buckets
 from ._document import Figure, Section, Table
 from ._format import CI_TARGET, WIDE_MARK, format_interval, interval_warning
+from ._machines_section import machines_overview
 from ._render import slug
 
 
@@ -67,8 +68,10 @@ def overview(results, summary: ResultsSummary) -> Section:
         "100 µs buckets (interpolated inside the bucket). Histograms cover whole runs, warm-up and cool-down "
         "included."
     )
+    machines_text, machines_tables = machines_overview(results.manifest)
+    text += machines_text
     failed = results.status[results.status["status"] != "completed"] if not results.status.empty else None
-    items = []
+    items: list = [*machines_tables]
     if failed is not None and not failed.empty:
         items.append(Table("runs_not_completed", "Runs that did not complete", failed[["run_id", "status", "reason"]]))
     return Section("Overview", text, items)

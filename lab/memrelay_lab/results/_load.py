@@ -167,7 +167,7 @@ def load(results_dir: str | Path) -> Results:
                        "wall_s": record.get("wall_s")})
         if record["status"] != "completed":
             continue
-        run_rows, run_windows = _read_run(path, record, config)
+        run_rows, run_windows = _read_run(path, record, config, clock_offsets(manifest))
         rows += [{**identity, **row} for row in run_rows]
         windows += [{**identity, **window} for window in run_windows]
         servers += [{**identity, **row} for row in _read_servers(path, record)]
@@ -187,9 +187,24 @@ def load(results_dir: str | Path) -> Results:
 # ---------------------------------------------------------------- one run
 
 
-def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[dict]]:
+def clock_offsets(manifest: dict) -> dict[str, float]:
+    """Each host's clock minus the lab's, in seconds, from the manifest's measured environment
+    (none for results written before hosts were measured: every clock was the lab's)."""
+    hosts = (manifest.get("environment") or {}).get("hosts") or {}
+    return {name: float(facts.get("clock_offset_s") or 0.0) for name, facts in hosts.items()}
+
+
+def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] | None = None
+              ) -> tuple[list[dict], list[dict]]:
+    """One run's rows and windows; every time a host wrote is put on the lab's clock first
+    (its clock offset subtracted), so the windows of several hosts line up."""
     files = record["files"]
-    benches = [_read_json(path / client["json"]) for client in files["clients"]]
+    offsets = offsets or {}
+    benches = []
+    for client in files["clients"]:
+        bench = _read_json(path / client["json"])
+        bench["start_unix_s"] -= offsets.get(client.get("host"), 0.0)
+        benches.append(bench)
     load_start = min(bench["start_unix_s"] for bench in benches)
     keep_from, keep_to = config["warmup"], config["test_time"] - config["cooldown"]
 
@@ -212,6 +227,9 @@ def _read_run(path: Path, record: dict, config: dict) -> tuple[list[dict], list[
     for k, files_k in enumerate(files["middlewares"]):
         summary = _read_json(path / files_k["summary"])
         raw = _read_jsonl(path / files_k["windows"])
+        offset = offsets.get(files_k.get("host"), 0.0)
+        for window in raw:
+            window["start_unix"] -= offset
         load_end = max(bench["duration_s"] for bench in benches)
         series = [_middleware_window(w, load_start, keep_from, keep_to, load_end) for w in raw]
         row = _summarise(series)
