@@ -2,7 +2,8 @@
 # Installs what memrelay's build, tests and lab need and this machine lacks: memcached,
 # twemproxy (nutcracker) and libmemcached-tools from Debian's packages, and the lab's Python
 # virtual environment with pinned packages, plus the real Python memcached clients that
-# tests/python drives memrelay with. Idempotent: does nothing for what is already there.
+# tests/python drives memrelay with,
+# and the client matrix of tests/clients (scripts/install-clients.sh). Idempotent: does nothing for what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,8 @@ command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || need_apt+=(nutcracker)
 # libmemcached's conformance suite and tools (memccapable, memcstat, memcping), run by the tests.
 command -v memccapable >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
+# pylibmc (tests/clients) is built by pip against libmemcached's headers.
+[ -e /usr/include/libmemcached/memcached.h ] || need_apt+=(libmemcached-dev)
 if [ "${WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then need_apt+=(chromium); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian's packages"
@@ -36,3 +39,5 @@ if ! cmp -s tests/python/requirements.lock "$venv/.installed-clients-lock"; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements.lock
   cp tests/python/requirements.lock "$venv/.installed-clients-lock"
 fi
+# The client matrix of tests/clients: Go, Java, Node programs and pylibmc, from pinned versions.
+scripts/install-clients.sh

@@ -32,9 +32,9 @@ type summary struct {
 	Throughput float64           `json:"throughput"`
 	Answers    []string          `json:"answers,omitempty"`
 	Timeline   [][3]int64        `json:"timeline,omitempty"`
-	Acked      map[string]any    `json:"acked,omitempty"`
+	Acked      map[string]int    `json:"acked,omitempty"` // key -> index in Attempted of its last acknowledged write
 	Attempted  map[string][]string `json:"attempted,omitempty"`
-	Reads      map[string]string `json:"reads,omitempty"`
+	Reads      map[string]string `json:"reads"`
 }
 
 type runner struct {
@@ -161,7 +161,7 @@ func (r *runner) script(prefix string) {
 // sequence number so a later check can tell which acknowledged write is the latest.
 func (r *runner) load(prefix string, keys int, seconds float64) {
 	s := r.s
-	s.Acked = map[string]any{}
+	s.Acked = map[string]int{}
 	s.Attempted = map[string][]string{}
 	buckets := map[int64]*[3]int64{}
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
@@ -170,21 +170,21 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 		i := seq % keys
 		k := fmt.Sprintf("%sk%d", prefix, i)
 		var err error
-		var acked any
 		write := false
-		switch seq % 10 {
+		// The op shifts by one each round over the keys, so every key sees every kind of op.
+		switch (seq + seq/keys) % 10 {
 		case 0, 1, 2, 3:
 			v := fmt.Sprintf("%s#%d", k, seq)
 			s.Attempted[k] = append(s.Attempted[k], v)
 			err = r.mc.Set(&memcache.Item{Key: k, Value: []byte(v)})
-			acked, write = v, true
+			write = true
 		case 9:
 			s.Attempted[k] = append(s.Attempted[k], "")
 			err = r.mc.Delete(k)
 			if errors.Is(err, memcache.ErrCacheMiss) {
 				err = nil
 			}
-			acked, write = nil, true
+			write = true
 		case 5:
 			ks := []string{k, fmt.Sprintf("%sk%d", prefix, (i+1)%keys), fmt.Sprintf("%sk%d", prefix, (i+2)%keys)}
 			_, err = r.mc.GetMulti(ks)
@@ -200,7 +200,7 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 			err = nil
 		}
 		if err == nil && write {
-			s.Acked[k] = acked
+			s.Acked[k] = len(s.Attempted[k]) - 1
 		}
 		r.answer("", err)
 		b := time.Now().UnixMilli() / 100 * 100

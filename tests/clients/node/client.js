@@ -133,7 +133,7 @@ async function load(m) {
   while (Date.now() < deadline) {
     const i = seq % nkeys;
     const k = `${prefix}k${i}`;
-    const op = seq % 10;
+    const op = (seq + Math.floor(seq / nkeys)) % 10; // shifts each round: every key sees every op
     let r;
     let v = null;
     if (op <= 3) {
@@ -150,7 +150,7 @@ async function load(m) {
       if (typeof r === 'string') s.reads[k] = r;
     }
     const ok = r !== ERR && !(op <= 3 && r !== true);
-    if (ok && (op <= 3 || op === 9)) s.acked[k] = v;
+    if (ok && (op <= 3 || op === 9)) s.acked[k] = s.attempted[k].length - 1; // its index in attempted
     seq++;
     const b = Math.floor(Date.now() / 100) * 100;
     if (!buckets.has(b)) buckets.set(b, [b, 0, 0]);
@@ -181,9 +181,9 @@ async function main() {
   else if (mode === 'version') { s.answers = [JSON.stringify(await m.version())]; }
   s.seconds = (Date.now() - start) / 1000;
   s.throughput = s.seconds > 0 ? s.ops / s.seconds : 0;
-  process.stdout.write(`${JSON.stringify(s)}\n`);
   m.end();
-  process.exit(0);
+  // Exit only once the summary is flushed: a pipe takes 64 KiB at a time.
+  process.stdout.write(`${JSON.stringify(s)}\n`, () => process.exit(0));
 }
 
 main().catch((err) => { process.stderr.write(`${err && err.stack}\n`); process.exit(1); });

@@ -184,7 +184,7 @@ class Run:
         while time.monotonic() < deadline:
             i = seq % keys
             k = f"{prefix}k{i}"
-            op = seq % 10
+            op = (seq + seq // keys) % 10  # shifts each round: every key sees every op
             write = op in (0, 1, 2, 3, 9)
             if op <= 3:
                 v = f"{k}#{seq}"
@@ -192,7 +192,6 @@ class Run:
                 r = self.call("", lib.set, k, v)
                 ok = r is True
             elif op == 9:
-                v = None
                 s["attempted"].setdefault(k, []).append("")
                 r = self.call("", lib.delete, k)
                 ok = not isinstance(r, Exception)
@@ -206,8 +205,8 @@ class Run:
                 if isinstance(r, str):
                     s["reads"][k] = r
             seq += 1
-            if ok and write:
-                s["acked"][k] = v
+            if ok and write:  # the index of the key's last acknowledged write
+                s["acked"][k] = len(s["attempted"][k]) - 1
             b = int(time.time() * 10) * 100
             bucket = buckets.setdefault(b, [b, 0, 0])
             bucket[1 if ok else 2] += 1
