@@ -59,6 +59,7 @@ def test_load_through_memrelay(name, relay):
     got = client.run(relay.spec, "load", f"{name}-load:", timeout=RUN_TIMEOUT_S, seconds=1, keys=40)
     assert got["errors"] == {}, got["errors"]
     assert got["ops"] > 100
+    assert got["stale_reads"] == 0
     # Every value read is one this client wrote (values carry their key and sequence number).
     for key, value in got["reads"].items():
         assert value in got["attempted"].get(key, []), (key, value)

@@ -35,6 +35,10 @@ type summary struct {
 	Acked      map[string]int    `json:"acked,omitempty"` // key -> index in Attempted of its last acknowledged write
 	Attempted  map[string][]string `json:"attempted,omitempty"`
 	Reads      map[string]string `json:"reads"`
+	// Load mode: reads that returned something older than the key's last acknowledged write
+	// (a miss where a value was acknowledged included), and when each key's last ack came.
+	StaleReads int              `json:"stale_reads"`
+	AckedAt    map[string]int64 `json:"acked_at,omitempty"`
 }
 
 type runner struct {
@@ -163,6 +167,7 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 	s := r.s
 	s.Acked = map[string]int{}
 	s.Attempted = map[string][]string{}
+	s.AckedAt = map[string]int64{}
 	buckets := map[int64]*[3]int64{}
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 	seq := 0
@@ -191,8 +196,13 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 		default:
 			var it *memcache.Item
 			it, err = r.mc.Get(k)
+			read := ""
 			if err == nil {
-				s.Reads[k] = string(it.Value)
+				read = string(it.Value)
+				s.Reads[k] = read
+			}
+			if (err == nil || errors.Is(err, memcache.ErrCacheMiss)) && r.stale(k, read) {
+				s.StaleReads++
 			}
 		}
 		seq++
@@ -201,6 +211,7 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 		}
 		if err == nil && write {
 			s.Acked[k] = len(s.Attempted[k]) - 1
+			s.AckedAt[k] = time.Now().UnixMilli()
 		}
 		r.answer("", err)
 		b := time.Now().UnixMilli() / 100 * 100
@@ -217,6 +228,20 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 	for _, b := range buckets {
 		s.Timeline = append(s.Timeline, *b)
 	}
+}
+
+// stale: whether `read` ("" for a miss) is older than k's last acknowledged write.
+func (r *runner) stale(k, read string) bool {
+	i, ok := r.s.Acked[k]
+	if !ok {
+		return false
+	}
+	for _, v := range r.s.Attempted[k][i:] {
+		if v == read {
+			return false
+		}
+	}
+	return true
 }
 
 // probe sends two sets to a server that answers every request with one fixed line.

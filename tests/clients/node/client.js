@@ -127,6 +127,8 @@ async function script(m) {
 async function load(m) {
   s.acked = {};
   s.attempted = {};
+  s.acked_at = {};
+  s.stale_reads = 0; // reads older than the key's last acknowledged write (misses included)
   const buckets = new Map();
   const deadline = Date.now() + seconds * 1000;
   let seq = 0;
@@ -148,9 +150,13 @@ async function load(m) {
     } else {
       r = await call('', () => m.get(k));
       if (typeof r === 'string') s.reads[k] = r;
+      if (r !== ERR && k in s.acked && !s.attempted[k].slice(s.acked[k]).includes(r || '')) s.stale_reads++;
     }
     const ok = r !== ERR && !(op <= 3 && r !== true);
-    if (ok && (op <= 3 || op === 9)) s.acked[k] = s.attempted[k].length - 1; // its index in attempted
+    if (ok && (op <= 3 || op === 9)) {
+      s.acked[k] = s.attempted[k].length - 1; // its index in attempted
+      s.acked_at[k] = Date.now();
+    }
     seq++;
     const b = Math.floor(Date.now() / 100) * 100;
     if (!buckets.has(b)) buckets.set(b, [b, 0, 0]);

@@ -177,7 +177,7 @@ class Run:
 
     def load(self, prefix: str, keys: int, seconds: float):
         lib, s = self.lib, self.s
-        s["acked"], s["attempted"] = {}, {}
+        s["acked"], s["attempted"], s["acked_at"], s["stale_reads"] = {}, {}, {}, 0
         buckets: dict[int, list[int]] = {}
         deadline = time.monotonic() + seconds
         seq = 0
@@ -204,9 +204,12 @@ class Run:
                 ok = not isinstance(r, Exception)
                 if isinstance(r, str):
                     s["reads"][k] = r
+                if ok and k in s["acked"] and (r or "") not in s["attempted"][k][s["acked"][k]:]:
+                    s["stale_reads"] += 1  # older than the last acknowledged write
             seq += 1
             if ok and write:  # the index of the key's last acknowledged write
                 s["acked"][k] = len(s["attempted"][k]) - 1
+                s["acked_at"][k] = int(time.time() * 1000)
             b = int(time.time() * 10) * 100
             bucket = buckets.setdefault(b, [b, 0, 0])
             bucket[1 if ok else 2] += 1

@@ -177,6 +177,8 @@ public final class Main {
     call("set 2 MiB", () -> m.set(key(p, 40), "x".repeat(2 << 20)));
   }
 
+  static final Map<String, Long> ackedAt = new TreeMap<>();
+  static int staleReads;
   static final Map<String, Integer> acked = new TreeMap<>();
   static final Map<String, List<String>> attempted = new TreeMap<>();
   static final Map<Long, long[]> buckets = new TreeMap<>();
@@ -204,9 +206,16 @@ public final class Main {
       } else {
         r = call("", () -> m.get(k));
         if (r instanceof String) reads.put(k, (String) r);
+        String read = r instanceof String ? (String) r : "";
+        if (r != ERR && acked.containsKey(k) && !attempted.get(k).subList(acked.get(k), attempted.get(k).size()).contains(read)) {
+          staleReads++; // older than the key's last acknowledged write (a miss included)
+        }
       }
       boolean good = r != ERR && !(op <= 3 && !Boolean.TRUE.equals(r));
-      if (good && (op <= 3 || op == 9)) acked.put(k, attempted.get(k).size() - 1); // its index in attempted
+      if (good && (op <= 3 || op == 9)) {
+        acked.put(k, attempted.get(k).size() - 1); // its index in attempted
+        ackedAt.put(k, System.currentTimeMillis());
+      }
       seq++;
       long b = System.currentTimeMillis() / 100 * 100;
       long[] bucket = buckets.computeIfAbsent(b, x -> new long[] {x, 0, 0});
@@ -253,6 +262,10 @@ public final class Main {
     if (!answers.isEmpty()) o.append(",\"answers\":").append(arr(answers));
     if ("load".equals(mode)) {
       o.append(",\"acked\":").append(obj(acked));
+      o.append(",\"stale_reads\":").append(staleReads);
+      StringBuilder aa = new StringBuilder("{");
+      ackedAt.forEach((k, t) -> aa.append(aa.length() > 1 ? "," : "").append(q(k)).append(':').append(t));
+      o.append(",\"acked_at\":").append(aa).append('}');
       StringBuilder at = new StringBuilder("{");
       attempted.forEach((k, vs) -> at.append(at.length() > 1 ? "," : "").append(q(k)).append(':').append(arr(vs)));
       o.append(",\"attempted\":").append(at).append('}');
