@@ -42,6 +42,7 @@ class Client:
     def command(self, addr: str, mode: str, prefix: str, **extra) -> list[str]:
         go_style = self.language == "go"
         args = list(self.argv)
+        extra = {("timeout" if k == "timeout_arg" else k): v for k, v in extra.items()}
         for k, v in {"addr": addr, "mode": mode, "prefix": prefix, **extra}.items():
             args += [f"-{k}" if go_style else f"--{k}", str(v)]
         return args

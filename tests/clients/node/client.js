@@ -16,12 +16,13 @@ const prefix = args.prefix || 'node:';
 const nkeys = Number(args.keys || 50);
 const seconds = Number(args.seconds || 3);
 const lib = args.lib || 'memcached';
+const timeoutS = Number(args.timeout || 1); // the library's timeouts
 
 // Each library behind one promise-returning interface.
 function memcachedLib() {
   const Memcached = require('memcached');
   // One connection, short timeouts; retries/failures as an application might set them.
-  const c = new Memcached(addr, { timeout: 1000, retries: 0, retry: 100, failures: 1000000, reconnect: 100, idle: 0, poolSize: 1 });
+  const c = new Memcached(addr, { timeout: timeoutS * 1000, retries: 0, retry: 100, failures: 1000000, reconnect: 100, idle: 0, poolSize: 1 });
   const p = (fn, ...a) => new Promise((resolve, reject) => fn.call(c, ...a, (err, r) => (err ? reject(err) : resolve(r))));
   return {
     name: 'memcached',
@@ -43,7 +44,7 @@ function memcachedLib() {
 
 function memjsLib() {
   const memjs = require('memjs');
-  const c = memjs.Client.create(addr, { timeout: 1, conntimeout: 1, retries: 0, keepAlive: false });
+  const c = memjs.Client.create(addr, { timeout: timeoutS, conntimeout: timeoutS, retries: 0, keepAlive: false });
   const val = (r) => (r && r.value != null ? r.value.toString() : null);
   return {
     name: 'memjs',

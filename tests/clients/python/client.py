@@ -18,12 +18,12 @@ import time
 class Pymemcache:
     name = "pymemcache"
 
-    def __init__(self, addr: str, binary: bool):
+    def __init__(self, addr: str, binary: bool, timeout_s: float = 1.0):
         from pymemcache.client.base import Client
 
         host, port = addr.rsplit(":", 1)
         # default_noreply=False: an application that wants to know its writes landed.
-        self.c = Client((host, int(port)), connect_timeout=1, timeout=1, default_noreply=False)
+        self.c = Client((host, int(port)), connect_timeout=timeout_s, timeout=timeout_s, default_noreply=False)
 
     def set(self, k, v):
         return self.c.set(k, v)
@@ -64,15 +64,16 @@ class Pymemcache:
 class Pylibmc(Pymemcache):
     name = "pylibmc"
 
-    def __init__(self, addr: str, binary: bool):
+    def __init__(self, addr: str, binary: bool, timeout_s: float = 1.0):
         import pylibmc
 
         self.name = "pylibmc-binary" if binary else "pylibmc"
         behaviors = {
             "cas": True,
-            "connect_timeout": 1000,  # ms
-            "receive_timeout": 1_000_000,  # us
-            "send_timeout": 1_000_000,  # us
+            "connect_timeout": int(timeout_s * 1000),  # ms
+            "receive_timeout": int(timeout_s * 1_000_000),  # us
+            "send_timeout": int(timeout_s * 1_000_000),  # us
+            "_poll_timeout": int(timeout_s * 1000),  # ms, libmemcached waits this long for a reply
             "tcp_nodelay": True,
         }
         self.c = pylibmc.Client([addr], binary=binary, behaviors=behaviors)
@@ -246,8 +247,9 @@ def main() -> int:
     p.add_argument("--prefix", default="py:")
     p.add_argument("--keys", type=int, default=50)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--timeout", type=float, default=1.0, help="the library's connect/receive timeout, s")
     a = p.parse_args()
-    lib = (Pymemcache if a.lib == "pymemcache" else Pylibmc)(a.addr, a.binary)
+    lib = (Pymemcache if a.lib == "pymemcache" else Pylibmc)(a.addr, a.binary, a.timeout)
     run = Run(lib, a.mode)
     start = time.monotonic()
     if a.mode == "script":
