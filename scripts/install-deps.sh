@@ -2,8 +2,9 @@
 # Installs what memrelay's build, tests and lab need and this machine lacks: memcached,
 # twemproxy (nutcracker) and libmemcached-tools from Debian's packages, and the lab's Python
 # virtual environment with pinned packages, plus the real Python memcached clients that
-# tests/python drives memrelay with,
-# and the client matrix of tests/clients (scripts/install-clients.sh). Idempotent: does nothing for what is already there.
+# tests/python drives memrelay with, and the client matrix of tests/clients (Go, Java, Node
+# programs and pylibmc, by scripts/install-clients.sh). Idempotent: does nothing for what is
+# already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -31,7 +31,7 @@ def probe(client, reply: bytes) -> dict:
         # Let a client that reconnects in the background (spymemcached) finish doing so.
         time.sleep(0.3)
         return {"answers": summary["answers"], "connections": server.connections,
-                "requests": len(server.requests)}
+                "requests": sum(1 for r in server.requests if r.split()[0].lower() == b"set")}
     finally:
         server.close()
 
