@@ -28,11 +28,11 @@ if newer go/bin/gomemcache-client go/main.go go/go.mod go/go.sum; then
 fi
 
 if newer java/target/.built java/pom.xml java/src; then
-  timed "mvn package (spymemcached, xmemcached)" bash -c 'cd java && mvn -B -q -ntp package && touch target/.built'
+  timed "mvn package (spymemcached, xmemcached)" bash -c 'cd java && mvn -B -q -ntp -Dstyle.color=never package && touch target/.built'
 fi
 
 if newer node/node_modules/.package-lock.json node/package.json node/package-lock.json; then
-  timed "npm ci (memcached, memjs)" bash -c 'cd node && npm ci --no-audit --no-fund --loglevel=error'
+  timed "npm ci (memcached, memjs)" bash -c 'cd node && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error'
 fi
 
 if ! cmp -s requirements.lock "$venv/.installed-tests-clients-lock"; then

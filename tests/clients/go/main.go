@@ -2,11 +2,12 @@
 // way an application would, and prints a JSON summary on stdout for tests/clients.
 //
 // Modes (-mode):
-//   script: a fixed sequence of set/get/multi-get/delete/add/incr/cas; "answers" lists what
-//           each call returned, to compare memcached with memrelay.
-//   load:   set/get/multi-get/delete in a loop for -seconds; ok/error counts per 100 ms bucket
-//           ("timeline") and the last acknowledged write of each key ("acked").
-//   probe:  two sets against a server that answers one fixed line; what the library made of it.
+//
+//	script: a fixed sequence of set/get/multi-get/delete/add/incr/cas; "answers" lists what
+//	        each call returned, to compare memcached with memrelay.
+//	load:   set/get/multi-get/delete in a loop for -seconds; ok/error counts per 100 ms bucket
+//	        ("timeline") and the last acknowledged write of each key ("acked").
+//	probe:  two sets against a server that answers one fixed line; what the library made of it.
 package main
 
 import (
@@ -22,19 +23,19 @@ import (
 )
 
 type summary struct {
-	Client     string            `json:"client"`
-	Mode       string            `json:"mode"`
-	Ops        int               `json:"ops"`
-	OK         int               `json:"ok"`
-	Errors     map[string]int    `json:"errors"`
-	Reconnects *int              `json:"reconnects"`
-	Seconds    float64           `json:"seconds"`
-	Throughput float64           `json:"throughput"`
-	Answers    []string          `json:"answers,omitempty"`
-	Timeline   [][3]int64        `json:"timeline,omitempty"`
-	Acked      map[string]int    `json:"acked,omitempty"` // key -> index in Attempted of its last acknowledged write
+	Client     string              `json:"client"`
+	Mode       string              `json:"mode"`
+	Ops        int                 `json:"ops"`
+	OK         int                 `json:"ok"`
+	Errors     map[string]int      `json:"errors"`
+	Reconnects *int                `json:"reconnects"`
+	Seconds    float64             `json:"seconds"`
+	Throughput float64             `json:"throughput"`
+	Answers    []string            `json:"answers,omitempty"`
+	Timeline   [][3]int64          `json:"timeline,omitempty"`
+	Acked      map[string]int      `json:"acked,omitempty"` // key -> index in Attempted of its last acknowledged write
 	Attempted  map[string][]string `json:"attempted,omitempty"`
-	Reads      map[string]string `json:"reads"`
+	Reads      map[string]string   `json:"reads"`
 	// Load mode: reads that returned something older than the key's last acknowledged write
 	// (a miss where a value was acknowledged included), and when each key's last ack came.
 	StaleReads int              `json:"stale_reads"`
