@@ -2,8 +2,8 @@
 # Builds the client matrix of tests/clients (see tests/clients/README.md) from pinned
 # dependencies: the Go program (go.mod/go.sum, go build), the Java one (pom.xml with exact
 # versions, mvn package copying the jars into target/lib), the Node one (npm ci from
-# package-lock.json) and pylibmc into lab/.venv (tests/clients/requirements.lock, built against
-# Debian's libmemcached-dev, which scripts/install-deps.sh installs). Idempotent and cheap when
+# package-lock.json) and pylibmc into lab/.venv (tests/clients/requirements.lock; its wheel carries its
+# own libmemcached 1.0.16). Idempotent and cheap when
 # nothing changed: each part is redone only when its inputs are newer than what it built.
 # Called by scripts/install-deps.sh; prints how long each part took.
 set -euo pipefail
@@ -28,7 +28,9 @@ if newer go/bin/gomemcache-client go/main.go go/go.mod go/go.sum; then
 fi
 
 if newer java/target/.built java/pom.xml java/src; then
-  timed "mvn package (spymemcached, xmemcached)" bash -c 'cd java && mvn -B -q -ntp -Dstyle.color=never package && touch target/.built'
+  # Maven's output only when it fails (its quiet mode still prints colour codes).
+  timed "mvn package (spymemcached, xmemcached)" bash -c \
+    'cd java && { mvn -B -q -ntp package >target.log 2>&1 || { cat target.log; exit 1; }; } && touch target/.built'
 fi
 
 if newer node/node_modules/.package-lock.json node/package.json node/package-lock.json; then

@@ -13,8 +13,6 @@ command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || need_apt+=(nutcracker)
 # libmemcached's conformance suite and tools (memccapable, memcstat, memcping), run by the tests.
 command -v memccapable >/dev/null 2>&1 || need_apt+=(libmemcached-tools)
-# pylibmc (tests/clients) is built by pip against libmemcached's headers.
-[ -e /usr/include/libmemcached/memcached.h ] || need_apt+=(libmemcached-dev)
 if [ "${WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then need_apt+=(chromium); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian's packages"
