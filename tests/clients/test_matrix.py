@@ -63,3 +63,18 @@ def test_load_through_memrelay(name, relay):
     # Every value read is one this client wrote (values carry their key and sequence number).
     for key, value in got["reads"].items():
         assert value in got["attempted"].get(key, []), (key, value)
+
+
+def test_node_memcached_reads_version_as_memcached_1_6(direct, relay):
+    """The node `memcached` package takes the last x.y.z of `VERSION ...` as the version: it must
+    read memrelay as a 1.6 memcached, as it reads memcached (issue 25)."""
+    import json
+
+    client = built(CLIENTS["node-memcached"])
+    versions = []
+    for addr in (f"127.0.0.1:{direct.port}", relay.spec):
+        (answer,) = client.run(addr, "version", "v:", timeout=RUN_TIMEOUT_S)["answers"]
+        (version,) = json.loads(answer)
+        versions.append((version["major"], version["minor"]))
+    assert versions[0] == ("1", "6"), versions  # Debian's memcached
+    assert versions[1] == versions[0], f"node memcached reads memrelay as {versions[1]}"
