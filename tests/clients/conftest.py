@@ -37,6 +37,14 @@ processes = base.processes
 MATRIX: list[dict] = []
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "proxy25: judges memrelay behaviour that issue 25's proxy side adds (write policies and "
+        "repair, binary-protocol refusal, a 1.6.x version); `-m 'not proxy25'` leaves them out",
+    )
+
+
 def memrelay_help() -> str:
     return subprocess.run([str(base.memrelay_binary()), "--help"], capture_output=True, text=True, timeout=30).stdout
 

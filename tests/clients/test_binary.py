@@ -17,6 +17,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.proxy25
+
 from clients import BINARY_CLIENTS
 from conftest import start_cluster
 

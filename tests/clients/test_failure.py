@@ -133,6 +133,7 @@ def write_policy_supported():
         pytest.fail("memrelay has no --write-policy option (issue 25)", pytrace=False)
 
 
+@pytest.mark.proxy25
 @pytest.mark.parametrize("policy", ["majority", "primary"])
 @pytest.mark.parametrize("name", sorted(CLIENTS))
 def test_keeps_working_and_converges(name, policy, processes, write_policy_supported):

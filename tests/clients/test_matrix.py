@@ -65,6 +65,7 @@ def test_load_through_memrelay(name, relay):
         assert value in got["attempted"].get(key, []), (key, value)
 
 
+@pytest.mark.proxy25
 def test_node_memcached_reads_version_as_memcached_1_6(direct, relay):
     """The node `memcached` package takes the last x.y.z of `VERSION ...` as the version: it must
     read memrelay as a 1.6 memcached, as it reads memcached (issue 25)."""
