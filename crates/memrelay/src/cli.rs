@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use memrelay::settings::{
-    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, ReadFrom, Replication, Routing, Settings,
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, ReadFrom, Replication, Routing,
+    Settings, WritePolicy,
 };
 use memrelay::KeyHash;
 
@@ -74,6 +75,11 @@ pub struct Args {
     #[arg(long)]
     pub failover: bool,
 
+    /// When a keyed write succeeds: every replica (`all`), more than half of them (`majority`), or
+    /// the key's primary or a majority (`primary`); replicas that missed it are repaired.
+    #[arg(long, value_enum, default_value_t = WritePolicyArg::All)]
+    pub write_policy: WritePolicyArg,
+
     /// How long a server may take to answer (connect, write, reply) before SERVER_ERROR.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub server_timeout_ms: u64,
@@ -103,6 +109,11 @@ pub struct Args {
     /// How often the servers are asked for their pid and uptime, to notice a restart
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub restart_check_ms: u64,
+
+    /// Most keys waiting for repair per server (majority/primary write policies); beyond it the
+    /// server is flushed and fully resynced
+    #[arg(long, default_value_t = 100_000, value_name = "KEYS")]
+    pub repair_max_keys: usize,
 
     /// Most clients connected at once; more are answered SERVER_ERROR and closed.
     #[arg(long, default_value_t = 16384)]
@@ -147,6 +158,13 @@ pub enum EngineArg {
 pub enum DistributionArg {
     All,
     Ketama,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WritePolicyArg {
+    All,
+    Majority,
+    Primary,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -220,6 +238,11 @@ impl Args {
                     ReadFromArg::AnyReplica => ReadFrom::AnyReplica,
                 },
                 failover: self.failover,
+                write_policy: match self.write_policy {
+                    WritePolicyArg::All => WritePolicy::All,
+                    WritePolicyArg::Majority => WritePolicy::Majority,
+                    WritePolicyArg::Primary => WritePolicy::Primary,
+                },
             },
             limits: ClientLimits { max_clients: self.max_clients, max_value_size: self.max_value_size },
             measurement: Measurement {
@@ -239,6 +262,7 @@ impl Args {
                 probe_max: Duration::from_millis(self.probe_max_ms),
                 warm_for: Duration::from_secs(if self.no_warm { 0 } else { self.warm_seconds }),
                 restart_check: Duration::from_millis(self.restart_check_ms.max(1)),
+                repair_max_keys: self.repair_max_keys.max(1),
             },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
         })

@@ -35,6 +35,7 @@ pub mod health;
 pub mod measure;
 mod relay;
 pub mod reload;
+pub mod repair;
 pub mod routing;
 pub mod servers;
 pub mod settings;

@@ -134,6 +134,33 @@ pub enum ReadFrom {
     AnyReplica,
 }
 
+/// When a keyed write counts as done ([`crate::repair`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WritePolicy {
+    /// Every replica must succeed (a server that cannot be reached fails the write).
+    #[default]
+    All,
+    /// More than half of the key's replicas answered; the others are repaired.
+    Majority,
+    /// The key's primary (or a majority) answered; the others are repaired.
+    Primary,
+}
+
+impl WritePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePolicy::All => "all",
+            WritePolicy::Majority => "majority",
+            WritePolicy::Primary => "primary",
+        }
+    }
+
+    /// Whether replicas that missed a write are repaired (and avoided by reads until then).
+    pub fn repairs(self) -> bool {
+        self != WritePolicy::All
+    }
+}
+
 /// Where requests go (see [`crate::routing`]).
 #[derive(Debug, Clone)]
 pub struct Routing {
@@ -145,6 +172,7 @@ pub struct Routing {
     pub read_from: ReadFrom,
     /// Retry a failed read on the key's next replica (ketama only).
     pub failover: bool,
+    pub write_policy: WritePolicy,
 }
 
 impl Routing {
@@ -232,6 +260,7 @@ impl Settings {
                 ReadFrom::AnyReplica => "any-replica",
             },
             "failover": self.routing.failover,
+            "write_policy": self.routing.write_policy.name(),
             "server_timeout_ms": self.server_timeout.as_millis() as u64,
             "down_after": self.health.down_after,
             "stats_window_s": self.measurement.window.as_secs_f64(),

@@ -130,6 +130,12 @@ impl Runtime {
             let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
             spawn("probe", move || health::probe::run(health, registry, current, shutdown))?
         };
+        {
+            let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
+            let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
+            let max_value_len = settings.limits.max_value_size;
+            spawn("repair", move || crate::repair::worker::run(health, registry, current, shutdown, max_value_len))?;
+        }
         if let Some(addr) = settings.measurement.metrics_listen {
             let server = measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?;
             let sources = Sources {

@@ -56,6 +56,9 @@ const SCRIPTS: &[&[u8]] = &[
     b"flush_all 0 0 0\r\n",
     b"verbosity 1\r\n",
     b"verbosity 1 2 3\r\n",
+    // cache_memlimit: refused as memcached refuses it, an acceptable limit set on every server.
+    b"cache_memlimit 100\r\ncache_memlimit 4\r\ncache_memlimit x\r\ncache_memlimit\r\ncache_memlimit 1 2 3\r\n",
+    b"cache_memlimit 2000000000\r\ncache_memlimit 100 noreply\r\ncache_memlimit 4 noreply\r\ncache_memlimit noreply\r\n",
     // memrelay's own answers where they match memcached's.
     b"stats noreply\r\n",
     b"stats nosuchgroup\r\n",

@@ -434,7 +434,8 @@ fn split_and_batched_requests(engine: &str) {
 
 fn assert_usable(c: &mut Client) {
     let line = c.line(b"version\r\n");
-    assert!(line.starts_with("VERSION ") && line.contains("-memrelay-") && line.ends_with("\r\n"), "{line:?}");
+    // memrelay's own answer (a memcached would name its own release, 1.6.x with x > 0).
+    assert_eq!(line, "VERSION 1.6.0\r\n");
 }
 
 /// Errors that keep the connection usable; `version` and `quit`.
@@ -470,7 +471,7 @@ fn bad_input(engine: &str) {
     assert_usable(&mut c);
 
     let line = c.line(b"version\r\n");
-    assert_eq!(line, format!("VERSION 1.6.0-memrelay-{}\r\n", env!("CARGO_PKG_VERSION")));
+    assert_eq!(line, "VERSION 1.6.0\r\n");
 
     c.send(b"quit\r\n");
     assert_eq!(c.closed_within(Duration::from_secs(3)), Some(Vec::new()), "quit closes without a reply");

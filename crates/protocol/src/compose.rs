@@ -35,6 +35,7 @@ pub fn request(out: &mut Vec<u8>, request: &Request, buf: &[u8], noreply: bool) 
             keyless(out, Command::FlushAll, (request.exptime != 0).then_some(request.exptime), noreply)
         }
         Command::Verbosity => keyless(out, Command::Verbosity, Some(request.number), noreply),
+        Command::CacheMemlimit => keyless(out, Command::CacheMemlimit, Some(request.number), noreply),
         c @ (Command::Version | Command::Quit) => keyless(out, c, None::<u64>, false),
         Command::Stats => {
             out.extend_from_slice(b"stats");

@@ -13,6 +13,7 @@
 //! The split of `Incomplete` (wait for more bytes) from `Invalid` (tell the client, then resync or
 //! close) follows mini-redis; limits enforced in the parser follow pelikan.
 
+pub mod binary;
 pub mod compose;
 pub mod fuzzing;
 mod lexer;

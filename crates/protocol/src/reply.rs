@@ -302,6 +302,8 @@ fn classify_line(line: &[u8], expect: Expect) -> Option<(Status, u64)> {
         b"ERROR" => Status::Error,
         _ if line.starts_with(b"CLIENT_ERROR") => Status::ClientError,
         _ if line.starts_with(b"SERVER_ERROR") => Status::ServerError,
+        // `cache_memlimit` refused by the server (relayed as it wrote it).
+        _ if line.starts_with(b"MEMLIMIT_") => Status::ServerError,
         _ if expect != Expect::Line => return None,
         b"STORED" => Status::Stored,
         b"NOT_STORED" => Status::NotStored,

@@ -1,9 +1,10 @@
 //! Where a client's byte stream stands between requests, without I/O: the incremental-parse
 //! state machine every request of either engine goes through. It discards what remains of a
 //! refused data block, parses the next request, and remembers when the framing is lost (the
-//! connection must then close).
+//! connection must then close). A connection that opens with a binary-protocol request is
+//! answered a binary "not supported" response and closed ([`memrelay_protocol::binary`]).
 
-use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse, Request};
+use memrelay_protocol::{binary, parse_request, ErrorReply, Limits, Parse, Request};
 
 /// What the next bytes of a client hold.
 #[derive(Debug)]
@@ -23,6 +24,9 @@ pub struct Framing {
     skip: usize,
     /// The stream cannot be read as requests any more: answer, then close.
     pub lost: bool,
+    /// Something was read already: the protocol is the text one (memcached decides on the
+    /// connection's first byte too).
+    started: bool,
 }
 
 impl Framing {
@@ -44,6 +48,12 @@ impl Framing {
         if rest.is_empty() {
             return (Next::Wait, consumed);
         }
+        if !self.started && binary::starts_binary(rest) {
+            let Some((opcode, opaque)) = binary::request_header(rest) else { return (Next::Wait, consumed) };
+            self.lost = true;
+            return (Next::Invalid(Some(ErrorReply::Binary { opcode, opaque })), consumed + rest.len());
+        }
+        self.started = true;
         match parse_request(rest, limits) {
             Parse::Incomplete => (Next::Wait, consumed),
             Parse::Invalid(invalid) => {

@@ -17,10 +17,12 @@ use crate::measure::live::LiveTotals;
 use crate::measure::metrics::Kind;
 use crate::servers::Registry;
 
-/// What `version` answers: the memcached protocol version memrelay speaks, then its own. Clients
-/// parse the leading `major.minor.micro` (libmemcached does, and its conformance suite expects
-/// 1.6's answers from a 1.6 server); the suffix says who answered.
-pub(crate) const VERSION_REPLY: &str = concat!("1.6.0-memrelay-", env!("CARGO_PKG_VERSION"));
+/// What `version` answers: the memcached protocol version memrelay speaks and nothing else.
+/// Clients parse it differently (libmemcached reads the leading `major.minor.micro` and its
+/// conformance suite expects 1.6's answers from a 1.6 server; the Node `memcached` package takes
+/// the *last* `x.y.z` of the line, so a suffix such as `-memrelay-0.1.0` read as 0.1.0), so the
+/// line carries one version only; memrelay's own is `stats`' `memrelay_version`.
+pub(crate) const VERSION_REPLY: &str = "1.6.0";
 
 /// memcached's `stats` groups memrelay gathers from every server (`relay::stats`); it answers
 /// the others itself.
@@ -106,6 +108,7 @@ impl LocalAnswers {
         compose::stat(out, "uptime", self.started.elapsed().as_secs());
         compose::stat(out, "time", unix);
         compose::stat(out, "version", VERSION_REPLY);
+        compose::stat(out, "memrelay_version", env!("CARGO_PKG_VERSION"));
         compose::stat(out, "threads", self.threads);
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));
@@ -114,12 +117,21 @@ impl LocalAnswers {
         let generation = self.current.get();
         let names = self.registry.names();
         compose::stat(out, "config_generation", generation.number);
+        compose::stat(out, "write_policy", generation.router.write_policy().name());
         for i in 0..names.len() {
             let state = if generation.servers.contains(&i) { self.health.state(i) } else { "retired" };
             compose::stat(out, &format!("server_{i}_state"), state);
             compose::stat(out, &format!("server_{i}_downs"), self.health.downs(i));
             compose::stat(out, &format!("server_{i}_restarts"), self.health.restarts(i));
             compose::stat(out, &format!("server_{i}_cold"), u8::from(self.health.is_cold(i)));
+            let repair = self.health.repair();
+            let counts = repair.counts(i);
+            compose::stat(out, &format!("server_{i}_repairing"), u8::from(repair.is_repairing(i)));
+            compose::stat(out, &format!("server_{i}_repair_pending"), counts.pending);
+            compose::stat(out, &format!("server_{i}_repair_queued"), counts.queued);
+            compose::stat(out, &format!("server_{i}_repaired"), counts.repaired);
+            compose::stat(out, &format!("server_{i}_repair_dropped"), counts.dropped);
+            compose::stat(out, &format!("server_{i}_resyncs"), counts.resyncs);
         }
         let Some(totals) = self.live.totals() else {
             out.extend_from_slice(compose::END);

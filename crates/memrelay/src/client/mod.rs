@@ -20,7 +20,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memrelay_protocol::{parse_request, Limits, Parse};
+use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse};
 use mio::net::{TcpListener, TcpStream};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
@@ -79,9 +79,12 @@ impl<E> Session<E> {
         }
         let (next, consumed) = self.framing.next(self.io.pending(), limits);
         self.io.consume(consumed);
-        if let Next::Invalid(_) = next {
+        if let Next::Invalid(reply) = &next {
             self.closing |= self.framing.lost;
             local.client_error();
+            if let Some(ErrorReply::Binary { opcode, .. }) = reply {
+                log_binary_refusal(*opcode, self.socket.peer_addr().ok());
+            }
         }
         next
     }
@@ -91,6 +94,26 @@ impl<E> Session<E> {
     pub fn has_request_buffered(&self, limits: &Limits) -> bool {
         !self.pending().is_empty() && !matches!(parse_request(self.pending(), limits), Parse::Incomplete)
     }
+}
+
+/// Logs a binary-protocol client refused, at most one line a second for the whole process (the
+/// others are counted into the next line), so a flood of them cannot flood the log.
+fn log_binary_refusal(opcode: u8, peer: Option<std::net::SocketAddr>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
+    static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let last = LAST_SECOND.load(Ordering::Relaxed);
+    if now == last || LAST_SECOND.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let peer = peer.map_or_else(|| "a client".to_string(), |p| p.to_string());
+    let others = SUPPRESSED.swap(0, Ordering::Relaxed);
+    let others = if others > 0 { format!(" ({others} more since the last line)") } else { String::new() };
+    eprintln!(
+        "memrelay: {peer} spoke the binary protocol (opcode 0x{opcode:02x}): answered \"not supported\" and closed; memrelay speaks the text protocol only{others}"
+    );
 }
 
 /// The clients of one event loop, and the listener it accepts them from.

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::relay::failure::Failure;
+use crate::repair::Repair;
 use crate::servers::{Registry, MAX_SERVER_IDS};
 
 /// When a server is taken down and how it is probed.
@@ -37,6 +38,8 @@ pub struct HealthSettings {
     pub warm_for: Duration,
     /// How often the servers that are up are asked for their `pid` and `uptime`.
     pub restart_check: Duration,
+    /// Most keys waiting for repair per server ([`crate::repair`]).
+    pub repair_max_keys: usize,
 }
 
 impl Default for HealthSettings {
@@ -47,6 +50,7 @@ impl Default for HealthSettings {
             probe_max: Duration::from_secs(5),
             warm_for: Duration::from_secs(60),
             restart_check: Duration::from_secs(1),
+            repair_max_keys: 100_000,
         }
     }
 }
@@ -72,6 +76,8 @@ pub struct Health {
     registry: Arc<Registry>,
     settings: HealthSettings,
     started: Instant,
+    /// Which servers are being brought up to date, and on what.
+    repair: Repair,
 }
 
 impl Health {
@@ -81,7 +87,13 @@ impl Health {
             registry,
             settings,
             started: Instant::now(),
+            repair: Repair::new(settings.repair_max_keys),
         }
+    }
+
+    /// The servers' repair state (write policies `majority` and `primary`).
+    pub fn repair(&self) -> &Repair {
+        &self.repair
     }
 
     pub fn settings(&self) -> HealthSettings {
@@ -105,7 +117,7 @@ impl Health {
 
     /// An exchange with the server failed; the `down_after`-th in a row takes it down.
     pub fn failed(&self, server: usize, failure: Failure) {
-        if self.settings.down_after == 0 || failure == Failure::Down {
+        if self.settings.down_after == 0 || matches!(failure, Failure::Down | Failure::Repairing) {
             return;
         }
         let s = &self.servers[server];

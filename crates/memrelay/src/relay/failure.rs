@@ -6,6 +6,8 @@ use std::io;
 
 use memrelay_protocol::Status;
 
+use crate::settings::WritePolicy;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
     /// Connection refused or not yet retried after an earlier failure.
@@ -17,6 +19,9 @@ pub enum Failure {
     BadReply,
     /// The server is down (health): failed at once, without trying it.
     Down,
+    /// The server is being brought up to date ([`crate::repair`]): a write is not sent to it
+    /// but added to its repair set.
+    Repairing,
 }
 
 impl Failure {
@@ -27,6 +32,7 @@ impl Failure {
             Failure::Reset => "server closed the connection",
             Failure::BadReply => "invalid reply from server",
             Failure::Down => "server down",
+            Failure::Repairing => "server being repaired",
         }
     }
 
@@ -62,9 +68,68 @@ pub fn pick_reply(results: impl Iterator<Item = Result<Status, Failure>>) -> Opt
     first_success
 }
 
+/// What a keyed write answers under a write policy that repairs ([`crate::repair`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Picked {
+    /// Relay this target's reply.
+    Target(usize),
+    /// Too few replicas answered for the policy.
+    TooFew,
+}
+
+/// The reply of a keyed write under `policy`: the targets whose exchange failed are left out
+/// (the repair brings them up to date) as long as more than half of the targets answered, or,
+/// with [`WritePolicy::Primary`], the first target (the key's primary) did; among those that
+/// answered, the first failure reply or else the first success is relayed, as [`pick_reply`]
+/// does. Results are in target order, the primary first.
+pub fn pick_reply_under(policy: WritePolicy, results: &[Result<Status, Failure>]) -> Picked {
+    let answered = results.iter().filter(|r| r.is_ok()).count();
+    let majority = answered * 2 > results.len();
+    let enough = match policy {
+        WritePolicy::All => answered == results.len(),
+        WritePolicy::Majority => majority,
+        WritePolicy::Primary => majority || results.first().is_some_and(Result::is_ok),
+    };
+    if !enough {
+        return Picked::TooFew;
+    }
+    let answers = results.iter().enumerate().filter(|(_, r)| r.is_ok()).map(|(i, r)| (i, *r));
+    let mut first_success = None;
+    for (i, result) in answers {
+        match result {
+            Ok(status) if !status.is_success() => return Picked::Target(i),
+            _ => {
+                first_success.get_or_insert(i);
+            }
+        }
+    }
+    first_success.map_or(Picked::TooFew, Picked::Target)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policies_count_the_replicas_that_answered() {
+        use Failure::{Down, Timeout};
+        use Status::{NotStored, Stored};
+        let one_down = [Ok(Stored), Err(Down), Ok(Stored)];
+        assert_eq!(pick_reply_under(WritePolicy::Majority, &one_down), Picked::Target(0));
+        assert_eq!(pick_reply_under(WritePolicy::Primary, &one_down), Picked::Target(0));
+        assert_eq!(pick_reply_under(WritePolicy::All, &one_down), Picked::TooFew);
+        // Two of three gone: only the primary policy takes it, and only with the primary.
+        let two_down = [Ok(Stored), Err(Down), Err(Timeout)];
+        assert_eq!(pick_reply_under(WritePolicy::Majority, &two_down), Picked::TooFew);
+        assert_eq!(pick_reply_under(WritePolicy::Primary, &two_down), Picked::Target(0));
+        let primary_down = [Err(Down), Ok(Stored), Err(Down)];
+        assert_eq!(pick_reply_under(WritePolicy::Primary, &primary_down), Picked::TooFew);
+        // Of two replicas, one is not a majority.
+        assert_eq!(pick_reply_under(WritePolicy::Majority, &[Ok(Stored), Err(Down)]), Picked::TooFew);
+        // A server's own refusal among those that answered is still the reply.
+        let refused = [Ok(Stored), Err(Down), Ok(NotStored)];
+        assert_eq!(pick_reply_under(WritePolicy::Majority, &refused), Picked::Target(2));
+    }
 
     #[test]
     fn all_succeed_relays_the_first() {

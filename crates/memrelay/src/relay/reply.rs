@@ -14,8 +14,9 @@ use memrelay_protocol::request::TOO_LARGE;
 use memrelay_protocol::{compose, value_block, Command, ErrorReply, Reply, Request, Status};
 
 use crate::measure::metrics::Outcome;
-use crate::relay::failure::{pick_reply, Failure};
+use crate::relay::failure::{pick_reply, pick_reply_under, Failure, Picked};
 use crate::routing::Plan;
+use crate::settings::WritePolicy;
 
 /// How one target's exchange went.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,8 @@ pub(crate) struct Finished<'a> {
     pub key_owner: &'a [usize],
     /// The answer is a warm read's ([`super::warm`]): a replica's meta reply to a text `get`.
     pub warm_read: bool,
+    /// When a keyed write succeeds.
+    pub policy: WritePolicy,
 }
 
 impl Finished<'_> {
@@ -73,6 +76,19 @@ impl Finished<'_> {
             if self.plan == Plan::PrimaryFirst && is_touching_read(self.request.command) {
                 // The replicas were only touched: the primary's answer is the reply.
                 Some(0)
+            } else if self.policy.repairs() && self.request.command.is_keyed_write() {
+                let statuses: Vec<_> = statuses.collect();
+                match pick_reply_under(self.policy, &statuses) {
+                    Picked::Target(i) => Some(i),
+                    Picked::TooFew => {
+                        too_few(self.request.command, statuses.len(), &statuses, out);
+                        outcome.error = true;
+                        if self.request.noreply {
+                            out.clear();
+                        }
+                        return outcome;
+                    }
+                }
             } else {
                 pick_reply(statuses).map(|(i, _)| i)
             }
@@ -149,6 +165,22 @@ pub(crate) fn primary_took(reply: &Reply) -> bool {
         Status::Stored | Status::Done | Status::Value => true,
         Status::End => reply.items > 0,
         _ => false,
+    }
+}
+
+/// What a keyed write answers when too few replicas took it for the policy: what the clients
+/// handle as an ordinary refusal where one exists (`NOT_STORED`, meta `NS`: every client
+/// library tested keeps its connection and its server on it, see tests/clients/REPLIES.md);
+/// otherwise `SERVER_ERROR`. Nothing for `noreply` (the caller clears it).
+fn too_few(command: Command, targets: usize, statuses: &[Result<Status, Failure>], out: &mut Vec<u8>) {
+    out.clear();
+    let answered = statuses.iter().filter(|s| s.is_ok()).count();
+    match command {
+        c if c.is_storage() => out.extend_from_slice(b"NOT_STORED\r\n"),
+        Command::MetaSet => out.extend_from_slice(b"NS\r\n"),
+        _ => {
+            let _ = write!(out, "SERVER_ERROR too few replicas answered ({answered} of {targets})\r\n");
+        }
     }
 }
 
@@ -237,6 +269,7 @@ mod tests {
             targets: &[2, 0, 1],
             key_owner: &[],
             warm_read: false,
+            policy: WritePolicy::All,
         };
         let answer = |i: usize| Answer::Replied(reply(replies[i]), replies[i]);
         let mut out = Vec::new();
@@ -261,6 +294,7 @@ mod tests {
             targets: &[1, 0],
             key_owner: &[1, 0, 1],
             warm_read: false,
+            policy: WritePolicy::All,
         };
         let answer = |i: usize| Answer::Replied(reply(bodies[i]), bodies[i]);
         let mut out = Vec::new();
@@ -277,6 +311,7 @@ mod tests {
             targets: &[0],
             key_owner: &[],
             warm_read: false,
+            policy: WritePolicy::All,
         };
         finished.reply(|_| Answer::Failed(Failure::Reset), addr, &mut Vec::new(), &mut out);
         assert!(out.is_empty());

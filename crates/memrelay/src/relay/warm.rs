@@ -100,11 +100,25 @@ pub(crate) fn client_reply(key: &[u8], reply: Option<(&Reply, &[u8])>, out: &mut
 /// The write-back to the cold server: `ms <key> <len> F<flags> T<ttl> ME` and the value, or
 /// `false` when the replica had nothing.
 pub(crate) fn write_back(key: &[u8], reply: &Reply, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+    copy(key, reply, bytes, b"ME", out)
+}
+
+/// The replica's value of `key` as an `ms` with its flags and remaining TTL and the extra flags
+/// `mode` (`ME`: add, only where the key is absent; none: a plain set), or `false` when the
+/// replica had nothing. `key` may carry `b` in `mode` when it is base64.
+pub(crate) fn copy(key: &[u8], reply: &Reply, bytes: &[u8], mode: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(value) = found(reply, bytes) else { return false };
     let flags = format!("F{}", value.flags);
     // `t-1`: no expiry, which `T0` sets.
     let ttl = format!("T{}", value.ttl.max(0));
-    compose::meta(out, Command::MetaSet, key, Some(value.data), [flags.as_bytes(), ttl.as_bytes(), b"ME"]);
+    let extra = mode.split(|&b| b == b' ').filter(|t| !t.is_empty());
+    compose::meta(
+        out,
+        Command::MetaSet,
+        key,
+        Some(value.data),
+        [flags.as_bytes(), ttl.as_bytes()].into_iter().chain(extra),
+    );
     true
 }
 

@@ -4,13 +4,16 @@
 //! by [`ketama`]; how the replies are put back together is [`crate::relay`]'s.
 //!
 //! Round robin is an input (`rr`, one counter kept by the caller, seed 000 section 1.3), so a
-//! route is a function of the request and that number alone.
+//! route is a function of the request and that number alone; so is the set of servers reads
+//! must avoid while they are repaired ([`crate::repair`]), passed as a predicate: a read goes to
+//! the next server (or replica) in its turn that is not being repaired, and the reads that need
+//! the key's primary (cas values, win tokens) go to its first replica that is not.
 
 pub mod ketama;
 
 use memrelay_protocol::{Command, Request};
 
-use crate::settings::{Distribution, Endpoint, ReadFrom, Routing};
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
 use ketama::{Ring, RingServer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,7 @@ pub struct Router {
     distribution: Distribution,
     replication: usize,
     read_from: ReadFrom,
+    write_policy: WritePolicy,
     /// The ring also names the primary of a key for `gets`/`cas` with `--distribution all`.
     ring: Ring,
 }
@@ -81,11 +85,31 @@ impl Router {
             distribution: routing.distribution,
             replication: routing.replication,
             read_from: routing.read_from,
+            write_policy: routing.write_policy,
             ring,
         })
     }
 
+    pub fn write_policy(&self) -> WritePolicy {
+        self.write_policy
+    }
+
+    /// The route when no server is being repaired.
     pub fn route(&self, request: &Request, buf: &[u8], rr: usize, out: &mut RouteBuf) -> Plan {
+        self.route_avoiding(request, buf, rr, out, &|_| false)
+    }
+
+    /// The route of `request`, whose reads stay off the servers `repairing` names (unless every
+    /// candidate is); writes still go to every replica (the engine fails the ones being repaired
+    /// at once, and the repair brings them up to date).
+    pub fn route_avoiding(
+        &self,
+        request: &Request,
+        buf: &[u8],
+        rr: usize,
+        out: &mut RouteBuf,
+        repairing: &dyn Fn(usize) -> bool,
+    ) -> Plan {
         out.targets.clear();
         out.key_owner.clear();
         if crate::client::local::is_local(request, buf) {
@@ -95,20 +119,20 @@ impl Router {
         match request.command {
             Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => Plan::Local,
             // The groups memrelay gathers from every server (`relay::stats`).
-            Command::Stats | Command::FlushAll => {
+            Command::Stats | Command::FlushAll | Command::CacheMemlimit => {
                 out.targets.extend(&self.ids);
                 Plan::Replicate
             }
             Command::Gets => {
                 for key in request.keys(buf) {
-                    let owner = self.primary(key);
+                    let owner = self.primary_avoiding(key, repairing, &mut out.replicas);
                     out.key_owner.push(owner);
                 }
                 self.split_by_owner(out)
             }
             Command::Get if self.distribution == Distribution::Ketama => {
                 for (i, key) in request.keys(buf).enumerate() {
-                    let owner = self.read_server(key, rr.wrapping_add(i), &mut out.replicas);
+                    let owner = self.read_server(key, rr.wrapping_add(i), &mut out.replicas, repairing);
                     out.key_owner.push(owner);
                 }
                 self.split_by_owner(out)
@@ -116,12 +140,12 @@ impl Router {
             Command::Get => {
                 let keys = request.key_count;
                 if keys == 1 || !self.sharded {
-                    return Plan::Forward(self.ids[rr % self.servers]);
+                    return Plan::Forward(self.in_turn(rr, repairing));
                 }
                 // min(keys, servers) groups of consecutive keys, the first server rotating.
                 let groups = keys.min(self.servers);
                 for group in 0..groups {
-                    let server = self.ids[(rr + group) % self.servers];
+                    let server = self.in_turn(rr + group, repairing);
                     out.targets.push(server);
                     let (from, to) = (group * keys / groups, (group + 1) * keys / groups);
                     out.key_owner.extend(std::iter::repeat_n(server, to - from));
@@ -131,17 +155,20 @@ impl Router {
             // A touching read of one key: the primary answers, the replicas are touched after.
             Command::Gat | Command::Gats if request.key_count == 1 => {
                 self.write_targets(request.key(buf), &mut out.targets);
+                lead_with_unrepaired(&mut out.targets, repairing);
                 Self::primary_first(out)
             }
             // Several keys: each key's primary (the replicas keep their expiry; README).
             Command::Gat | Command::Gats => {
                 for key in request.keys(buf) {
-                    out.key_owner.push(self.primary(key));
+                    let owner = self.primary_avoiding(key, repairing, &mut out.replicas);
+                    out.key_owner.push(owner);
                 }
                 self.split_by_owner(out)
             }
             Command::Cas => {
                 self.write_targets(request.key(buf), &mut out.targets);
+                lead_with_unrepaired(&mut out.targets, repairing);
                 Plan::PrimaryFirst
             }
             Command::MetaGet => {
@@ -149,20 +176,22 @@ impl Router {
                 let key = key();
                 if meta.touch {
                     self.write_targets(&key, &mut out.targets);
+                    lead_with_unrepaired(&mut out.targets, repairing);
                     Self::primary_first(out)
                 } else if meta.return_cas || meta.recache {
                     // The cas value, and the win token of recache coordination, are one server's.
-                    Plan::Forward(self.primary(&key))
+                    Plan::Forward(self.primary_avoiding(&key, repairing, &mut out.replicas))
                 } else if self.distribution == Distribution::Ketama {
-                    Plan::Forward(self.read_server(&key, rr, &mut out.replicas))
+                    Plan::Forward(self.read_server(&key, rr, &mut out.replicas, repairing))
                 } else {
-                    Plan::Forward(self.ids[rr % self.servers])
+                    Plan::Forward(self.in_turn(rr, repairing))
                 }
             }
-            Command::MetaDebug => Plan::Forward(self.primary(&key())),
+            Command::MetaDebug => Plan::Forward(self.primary_avoiding(&key(), repairing, &mut out.replicas)),
             Command::MetaSet | Command::MetaDelete | Command::MetaArithmetic => {
                 self.write_targets(&key(), &mut out.targets);
                 if request.meta.compare_cas {
+                    lead_with_unrepaired(&mut out.targets, repairing);
                     Plan::PrimaryFirst
                 } else {
                     Plan::Replicate
@@ -197,6 +226,13 @@ impl Router {
         }
     }
 
+    /// [`Router::write_targets`] with the first replica not being repaired moved first: where
+    /// the primary must answer first (`cas`, touching reads), the replica standing in for it.
+    pub fn write_targets_leading(&self, key: &[u8], targets: &mut Vec<usize>, repairing: &dyn Fn(usize) -> bool) {
+        self.write_targets(key, targets);
+        lead_with_unrepaired(targets, repairing);
+    }
+
     /// The key's replicas on the ring, primary first (with `all`: every server, primary first).
     pub fn replicas(&self, key: &[u8], out: &mut Vec<usize>) {
         let copies = match self.distribution {
@@ -217,14 +253,33 @@ impl Router {
         self.ids[self.ring.primary(key)]
     }
 
-    fn read_server(&self, key: &[u8], rr: usize, scratch: &mut Vec<usize>) -> usize {
+    fn read_server(&self, key: &[u8], rr: usize, scratch: &mut Vec<usize>, repairing: &dyn Fn(usize) -> bool) -> usize {
         match self.read_from {
-            ReadFrom::Primary => self.primary(key),
+            ReadFrom::Primary => self.primary_avoiding(key, repairing, scratch),
             ReadFrom::AnyReplica => {
                 self.replicas(key, scratch);
-                scratch[rr % scratch.len()]
+                let n = scratch.len();
+                (0..n).map(|j| scratch[(rr + j) % n]).find(|&s| !repairing(s)).unwrap_or(scratch[rr % n])
             }
         }
+    }
+
+    /// The server whose turn `rr` is, or the next one after it not being repaired.
+    fn in_turn(&self, rr: usize, repairing: &dyn Fn(usize) -> bool) -> usize {
+        let n = self.servers;
+        (0..n).map(|j| self.ids[(rr + j) % n]).find(|&s| !repairing(s)).unwrap_or(self.ids[rr % n])
+    }
+
+    /// The key's first replica not being repaired (its primary when none is). Every memrelay
+    /// with the same servers and the same servers under repair agrees on it.
+    fn primary_avoiding(&self, key: &[u8], repairing: &dyn Fn(usize) -> bool, scratch: &mut Vec<usize>) -> usize {
+        let primary = self.primary(key);
+        if !repairing(primary) {
+            return primary;
+        }
+        // In the order writes go (`write_targets`), so `cas` finds the server `gets` read.
+        self.write_targets(key, scratch);
+        scratch.iter().copied().find(|&s| !repairing(s)).unwrap_or(primary)
     }
 
     /// The primary alone when there is nothing to copy to.
@@ -248,6 +303,14 @@ impl Router {
             }
         }
         Plan::Split
+    }
+}
+
+/// Puts the first target not being repaired first (where the key's primary must answer first,
+/// the replica standing in for it while it is repaired: the same one `gets` reads).
+fn lead_with_unrepaired(targets: &mut [usize], repairing: &dyn Fn(usize) -> bool) {
+    if let Some(first) = targets.iter().position(|&s| !repairing(s)) {
+        targets[..=first].rotate_right(1);
     }
 }
 
@@ -279,6 +342,7 @@ mod tests {
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: false,
+            write_policy: WritePolicy::All,
         };
         Router::new(&routing, &servers).unwrap()
     }
@@ -357,6 +421,7 @@ mod tests {
             replication: 2,
             read_from: ReadFrom::Primary,
             failover: false,
+            write_policy: WritePolicy::All,
         };
         let by_position = Router::new(&routing, &servers).unwrap();
         let by_id = Router::with_ids(&routing, &servers, vec![7, 3, 9]).unwrap();

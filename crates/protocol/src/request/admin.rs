@@ -1,8 +1,8 @@
-//! Commands about the server rather than a key: `flush_all`, `verbosity`, `version`, `quit`,
-//! `stats`.
+//! Commands about the server rather than a key: `flush_all`, `cache_memlimit`, `verbosity`,
+//! `version`, `quit`, `stats`.
 
-use crate::request::{Args, Request};
-use crate::{read_i32, read_u64, Parse};
+use crate::request::{Args, ErrorReply, Invalid, Request};
+use crate::{read_i32, read_u32, read_u64, Parse};
 
 /// `flush_all [delay] [noreply]`: the delay is read as memcached reads it (a signed number; a
 /// negative delay flushes at once), kept in `exptime`.
@@ -46,4 +46,30 @@ pub(super) fn stats(mut request: Request, args: &Args) -> Parse<Request> {
         request.keys = args.span(0);
     }
     Parse::Complete(request)
+}
+
+/// Smallest and largest limits memcached accepts, in megabytes (`process_memlimit_command`).
+pub const MEMLIMIT_MIN_MB: u64 = 8;
+pub const MEMLIMIT_MAX_MB: u64 = 1_000_000_000;
+
+/// `cache_memlimit <megabytes> [noreply]`, refused as memcached refuses it: an unreadable number
+/// is `ERROR`, fewer than 8 MB `MEMLIMIT_TOO_SMALL ...`, more than 10^9 MB (bytes given for
+/// megabytes) `MEMLIMIT_ADJUST_FAILED ...`. Only an acceptable limit reaches the servers.
+pub(super) fn cache_memlimit(mut request: Request, args: &Args) -> Parse<Request> {
+    if args.is_empty() || args.len() > 2 {
+        return args.wrong_count();
+    }
+    request.noreply = args.noreply_last();
+    let Some(megabytes) = read_u32(args.get(0)) else {
+        return Parse::Invalid(Invalid { reply: ErrorReply::Error, silent: request.noreply, ..args.miscount() });
+    };
+    let refusal = match u64::from(megabytes) {
+        mb if mb < MEMLIMIT_MIN_MB => "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m",
+        mb if mb > MEMLIMIT_MAX_MB => "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes",
+        mb => {
+            request.number = mb;
+            return Parse::Complete(request);
+        }
+    };
+    Parse::Invalid(Invalid { reply: ErrorReply::Line(refusal), silent: request.noreply, ..args.miscount() })
 }

@@ -34,6 +34,8 @@ pub enum Command {
     Decr,
     Touch,
     FlushAll,
+    /// `cache_memlimit <megabytes> [noreply]`: every server's memory limit.
+    CacheMemlimit,
     Version,
     Verbosity,
     Stats,
@@ -66,6 +68,7 @@ impl Command {
             Command::Decr => "decr",
             Command::Touch => "touch",
             Command::FlushAll => "flush_all",
+            Command::CacheMemlimit => "cache_memlimit",
             Command::Version => "version",
             Command::Verbosity => "verbosity",
             Command::Stats => "stats",
@@ -96,6 +99,7 @@ impl Command {
             b"decr" => Command::Decr,
             b"touch" => Command::Touch,
             b"flush_all" => Command::FlushAll,
+            b"cache_memlimit" => Command::CacheMemlimit,
             b"version" => Command::Version,
             b"verbosity" => Command::Verbosity,
             b"stats" => Command::Stats,
@@ -115,6 +119,26 @@ impl Command {
     /// `get`, `gets`, `gat`, `gats`: the reply is `VALUE` blocks and `END`.
     pub fn is_retrieval(self) -> bool {
         matches!(self, Command::Get | Command::Gets | Command::Gat | Command::Gats)
+    }
+
+    /// Writes of one key that every replica of it must take (copied to them, or repaired).
+    pub fn is_keyed_write(self) -> bool {
+        self.is_storage()
+            || matches!(
+                self,
+                Command::Delete
+                    | Command::Incr
+                    | Command::Decr
+                    | Command::Touch
+                    | Command::MetaSet
+                    | Command::MetaDelete
+                    | Command::MetaArithmetic
+            )
+    }
+
+    /// Reads that take their turn in the read round robin: the retrievals and `mg`.
+    pub fn is_read(self) -> bool {
+        self.is_retrieval() || self == Command::MetaGet
     }
 
     /// The meta commands, whose replies are two-letter codes.
@@ -210,6 +234,12 @@ pub enum ErrorReply {
     Client(&'static str),
     /// `SERVER_ERROR <reason>`.
     Server(&'static str),
+    /// A line of memcached's own that is none of the above (`MEMLIMIT_TOO_SMALL ...`).
+    Line(&'static str),
+    /// The answer to a binary-protocol request (memrelay speaks the text protocol only): a
+    /// binary response header for the request's opcode with status "not supported", the
+    /// request's opaque echoed, and a short message as its body ([`crate::binary`]).
+    Binary { opcode: u8, opaque: u32 },
 }
 
 impl ErrorReply {
@@ -226,6 +256,11 @@ impl ErrorReply {
                 out.extend_from_slice(reason.as_bytes());
                 out.extend_from_slice(b"\r\n");
             }
+            ErrorReply::Line(line) => {
+                out.extend_from_slice(line.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            ErrorReply::Binary { opcode, opaque } => crate::binary::not_supported(opcode, opaque, out),
         }
     }
 }
@@ -307,6 +342,7 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
         Command::Incr | Command::Decr => keyed::arithmetic(request, &args),
         Command::Touch => keyed::touch(request, &args),
         Command::FlushAll => admin::flush_all(request, &args),
+        Command::CacheMemlimit => admin::cache_memlimit(request, &args),
         Command::Verbosity => admin::verbosity(request, &args),
         Command::Version => admin::version(request, &args),
         Command::Quit => admin::quit(request, &args),

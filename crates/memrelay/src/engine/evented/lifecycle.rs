@@ -33,10 +33,16 @@ impl EventLoop {
         session.consume(request.consumed);
         session.engine.queue.push_back(index);
         let rr = self.round_robin;
-        if request.command.is_retrieval() {
+        if request.command.is_read() {
             self.round_robin = self.round_robin.wrapping_add(1);
         }
-        let plan = self.config.router.route(&request, &entry.input, rr, &mut self.route);
+        let router = &self.config.router;
+        let repair = self.health.repair();
+        let plan = if router.write_policy().repairs() {
+            router.route_avoiding(&request, &entry.input, rr, &mut self.route, &|s| repair.is_repairing(s))
+        } else {
+            router.route(&request, &entry.input, rr, &mut self.route)
+        };
         entry.plan = plan;
         entry.targets.clear();
         entry.targets.extend_from_slice(&self.route.targets);
@@ -91,9 +97,15 @@ impl EventLoop {
             };
             let server = entry.targets[target];
             let expect = outgoing.expect();
+            let repairing = self.config.router.write_policy().repairs()
+                && request.command.is_keyed_write()
+                && self.health.repair().is_repairing(server);
             let upstream = &mut self.upstreams[server];
             self.recorder.server_request(server);
-            if self.health.is_down(server) {
+            if repairing {
+                // The repair thread is the only writer there until it is up to date.
+                self.target_done(index, target, TargetResult::Failed(Failure::Repairing), &[]);
+            } else if self.health.is_down(server) {
                 self.recorder.server_failure(server);
                 self.target_done(index, target, TargetResult::Failed(Failure::Down), &[]);
             } else if upstream.available(self.poll.registry(), now) {
@@ -162,7 +174,9 @@ impl EventLoop {
         // target 0, with its answer).
         if entry.plan == Plan::PrimaryFirst && entry.stage == Stage::Request {
             let took = matches!(entry.results[0], TargetResult::Replied(r) if primary_took(&r));
-            self.config.router.write_targets(&placement_key(request, &entry.input), &mut self.route.targets);
+            let repair = self.health.repair();
+            let key = placement_key(request, &entry.input);
+            self.config.router.write_targets_leading(&key, &mut self.route.targets, &|s| repair.is_repairing(s));
             if took && self.route.targets.len() > 1 {
                 entry.stage = Stage::Copies;
                 entry.targets.clear();
@@ -170,7 +184,17 @@ impl EventLoop {
                 return self.send_to_targets(index, now, 1);
             }
         }
-        entry.finish(&self.addrs);
+        let policy = self.config.router.write_policy();
+        if policy.repairs() && request.command.is_keyed_write() {
+            let key = placement_key(request, &entry.input);
+            for (&server, result) in entry.targets.iter().zip(&entry.results) {
+                // A target still waiting when its request finished timed out.
+                if !matches!(result, TargetResult::Replied(_)) {
+                    self.health.repair().missed(server, &key);
+                }
+            }
+        }
+        entry.finish(&self.addrs, policy);
         // The replica had the value: write it back to the cold server, fire and forget.
         let mut write_back = None;
         if let (Some(cold), TargetResult::Replied(reply)) = (entry.warming, entry.results[0]) {

@@ -15,6 +15,7 @@ use crate::relay::failure::Failure;
 use crate::relay::reply::{Answer, Finished};
 use crate::relay::rewrite::Stage;
 use crate::routing::Plan;
+use crate::settings::WritePolicy;
 
 /// What one target answered.
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +111,7 @@ impl InFlight {
     }
 
     /// Builds the client's reply from the targets' answers (all are in).
-    pub fn finish(&mut self, addrs: &[SocketAddr]) {
+    pub fn finish(&mut self, addrs: &[SocketAddr], policy: WritePolicy) {
         let request = self.request.as_ref().expect("an in-flight entry carries a request");
         let finished = Finished {
             request,
@@ -119,6 +120,7 @@ impl InFlight {
             targets: &self.targets,
             key_owner: &self.key_owner,
             warm_read: self.stage == Stage::WarmRead,
+            policy,
         };
         let (results, bodies) = (&self.results, &self.bodies);
         let answer = |i: usize| match results[i] {

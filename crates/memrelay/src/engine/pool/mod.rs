@@ -12,7 +12,7 @@
 
 mod job;
 mod net;
-mod server;
+pub(crate) mod server;
 mod worker;
 
 use std::sync::atomic::AtomicBool;

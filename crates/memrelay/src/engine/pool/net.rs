@@ -82,7 +82,7 @@ impl NetThread {
         job.socket = Some(Arc::clone(&session.socket));
         job.input.extend_from_slice(&session.pending()[..request.consumed]);
         job.rr = self.round_robin;
-        if request.command.is_retrieval() {
+        if request.command.is_read() {
             self.round_robin = self.round_robin.wrapping_add(1);
         }
         job.times = Timestamps::at(session.io.arrival());

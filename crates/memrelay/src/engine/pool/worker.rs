@@ -117,7 +117,13 @@ impl Worker {
         job.times.dequeue = Instant::now();
         self.refresh();
         let request = job.request.clone().expect("queued jobs carry a parsed request");
-        let plan = self.generation.router.route(&request, &job.input, job.rr, &mut self.route);
+        let router = &self.generation.router;
+        let repair = self.health.repair();
+        let plan = if router.write_policy().repairs() {
+            router.route_avoiding(&request, &job.input, job.rr, &mut self.route, &|s| repair.is_repairing(s))
+        } else {
+            router.route(&request, &job.input, job.rr, &mut self.route)
+        };
         let timeout = self.generation.server_timeout;
         let deadline = job.times.dequeue + timeout;
         job.times.first_send = Instant::now();
@@ -145,7 +151,10 @@ impl Worker {
             Plan::PrimaryFirst if self.primary_took() => {
                 // The primary took the request: copy it to the other replicas (the primary stays
                 // target 0, with its answer).
-                self.generation.router.write_targets(&placement_key(&request, &job.input), &mut self.route.targets);
+                let key = placement_key(&request, &job.input);
+                let repair = self.health.repair();
+                let repairing = |s| repair.is_repairing(s);
+                self.generation.router.write_targets_leading(&key, &mut self.route.targets, &repairing);
                 if self.route.targets.len() > 1 {
                     self.exchange(&request, &job.input, plan, Stage::Copies, deadline, 1);
                 }
@@ -154,6 +163,15 @@ impl Worker {
         }
         let warming = self.warm_read(&request, &job.input, plan);
         job.times.last_reply = Instant::now();
+        let policy = self.generation.router.write_policy();
+        if policy.repairs() && request.command.is_keyed_write() {
+            let key = placement_key(&request, &job.input);
+            for (&server, result) in self.route.targets.iter().zip(&self.results) {
+                if result.is_err() {
+                    self.health.repair().missed(server, &key);
+                }
+            }
+        }
         let finished = Finished {
             request: &request,
             input: &job.input,
@@ -161,6 +179,7 @@ impl Worker {
             targets: &self.route.targets,
             key_owner: &self.route.key_owner,
             warm_read: warming.is_some(),
+            policy,
         };
         let (servers, results) = (&self.servers, &self.results);
         let answer = |i: usize| match results[i] {
@@ -233,9 +252,13 @@ impl Worker {
         let outgoing = Outgoing { request, input, plan, stage, key_owner: &self.route.key_owner };
         let started = Instant::now();
         self.results.truncate(from);
+        let repairs = self.generation.router.write_policy().repairs() && request.command.is_keyed_write();
         for &target in &self.route.targets[from..] {
             self.scratch.clear();
-            if self.health.is_down(target) {
+            if repairs && self.health.repair().is_repairing(target) {
+                // The repair thread is the only writer there until it is up to date.
+                self.results.push(Err(Failure::Repairing));
+            } else if self.health.is_down(target) {
                 self.results.push(Err(Failure::Down));
             } else {
                 outgoing.compose_for(target, &mut self.scratch);

@@ -1,0 +1,292 @@
+//! The repair thread: brings each server that is being repaired ([`super::Repair`]) up to date,
+//! on connections of its own, while the server is up. For each missed key it reads the current
+//! value from an up-to-date replica (`mg <key> v f t`) and stores it there with a plain set
+//! (`ms <key> <len> F<flags> T<ttl>`), or deletes it (`md <key>`) when the replica has none; for
+//! a restarted server it first copies, in add mode (`ME`: a value written since stays), every
+//! key that the other servers list in `lru_crawler metadump all` and that belongs on it.
+//! It also turns a restart the health probe noticed into a resync. Bounded per turn
+//! ([`BATCH`]) and by the server timeout per exchange; it stops with the shutdown flag.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use memrelay_protocol::{compose, Command, Expect, Status};
+
+use super::Work;
+use crate::engine::pool::server::ServerConn;
+use crate::generation::{Current, Generation};
+use crate::health::Health;
+use crate::relay::warm;
+use crate::servers::{Registry, MAX_SERVER_IDS};
+
+/// How long the thread sleeps when there is nothing to repair.
+const TICK: Duration = Duration::from_millis(20);
+/// Keys (or one resync) per server per turn, so that every server under repair moves on.
+const BATCH: usize = 512;
+/// The longest line of a metadump accepted (a key of 250 bytes escaped is 750).
+const MAX_DUMP_LINE: usize = 4096;
+
+/// Runs until `shutdown` is set, over the servers of the generation in force.
+pub(crate) fn run(
+    health: Arc<Health>,
+    registry: Arc<Registry>,
+    current: Arc<Current>,
+    shutdown: Arc<AtomicBool>,
+    max_value_len: usize,
+) {
+    let mut thread = RepairThread { health, registry, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
+    let mut restarts_seen = vec![0u64; MAX_SERVER_IDS];
+    let mut was_repairing = vec![false; MAX_SERVER_IDS];
+    let health = Arc::clone(&thread.health);
+    while !shutdown.load(Ordering::Acquire) {
+        let generation = current.get();
+        let repairs = generation.router.write_policy().repairs();
+        let repair = health.repair();
+        for &server in &generation.servers {
+            let restarts = thread.health.restarts(server);
+            if restarts != restarts_seen[server] {
+                restarts_seen[server] = restarts;
+                if repairs {
+                    repair.restarted(server);
+                }
+            }
+        }
+        let mut busy = false;
+        for &server in &generation.servers {
+            let repairing = repair.is_repairing(server);
+            if repairing != was_repairing[server] {
+                was_repairing[server] = repairing;
+                thread.log_transition(server, repairing);
+            }
+            if !repairs || !repairing || thread.health.is_down(server) {
+                continue;
+            }
+            for _ in 0..BATCH {
+                let Some(work) = repair.next(server) else { break };
+                busy = true;
+                let ok = match &work {
+                    Work::Key(key) => thread.copy_key(&generation, server, key),
+                    Work::Resync { flush_first } => thread.resync(&generation, server, *flush_first),
+                };
+                let stop = !ok || matches!(work, Work::Resync { .. });
+                repair.done(server, work, ok);
+                if stop {
+                    break;
+                }
+            }
+        }
+        if !busy {
+            thread::sleep(TICK);
+        }
+    }
+}
+
+struct RepairThread {
+    health: Arc<Health>,
+    registry: Arc<Registry>,
+    conns: HashMap<usize, ServerConn>,
+    max_value_len: usize,
+    scratch: Vec<u8>,
+}
+
+impl RepairThread {
+    fn log_transition(&self, server: usize, repairing: bool) {
+        let name = self.registry.name(server);
+        if repairing {
+            eprintln!("memrelay: server {name} missed writes or restarted: reads avoid it until it is repaired");
+        } else {
+            let counts = self.health.repair().counts(server);
+            eprintln!(
+                "memrelay: server {name} is up to date ({} keys repaired so far, {} resyncs); reads use it again",
+                counts.repaired, counts.resyncs
+            );
+        }
+    }
+
+    fn conn(&mut self, server: usize, timeout: Duration) -> &mut ServerConn {
+        let (addr, max_value_len) = (self.registry.addr(server), self.max_value_len);
+        let conn = self.conns.entry(server).or_insert_with(|| ServerConn::new(addr, timeout, max_value_len));
+        conn.set_timeout(timeout);
+        conn
+    }
+
+    /// One exchange: `bytes` to `server`, its reply's status and bytes (in the connection).
+    fn exchange(&mut self, server: usize, bytes: &[u8], expect: Expect, timeout: Duration) -> Option<Status> {
+        let deadline = Instant::now() + timeout;
+        let conn = self.conn(server, timeout);
+        conn.send(bytes, deadline).ok()?;
+        conn.receive(expect, deadline).ok().map(|reply| reply.status)
+    }
+
+    /// An up-to-date replica of `key` other than `target`.
+    fn source_for(&self, generation: &Generation, key: &[u8], target: usize) -> Option<usize> {
+        let mut replicas = Vec::new();
+        generation.router.write_targets(key, &mut replicas);
+        let repair = self.health.repair();
+        replicas.into_iter().find(|&s| s != target && !self.health.is_down(s) && !repair.is_repairing(s))
+    }
+
+    /// Brings `key` on `target` to what an up-to-date replica holds (mode `""`: overwrite; `ME`:
+    /// only where absent). False when no replica could be asked or an exchange failed.
+    fn copy(&mut self, generation: &Generation, target: usize, key: &[u8], source: usize, add: bool) -> bool {
+        let timeout = generation.server_timeout;
+        let (key, base64) = wire_key(key);
+        let key_flag: &[u8] = if base64 { b"b" } else { b"" };
+        self.scratch.clear();
+        let flags = [&b"v"[..], b"f", b"t", key_flag].into_iter().filter(|f| !f.is_empty());
+        compose::meta(&mut self.scratch, Command::MetaGet, &key, None, flags);
+        let read = std::mem::take(&mut self.scratch);
+        let status = self.exchange(source, &read, Expect::Meta, timeout);
+        self.scratch = read;
+        let mut write = Vec::new();
+        match status {
+            Some(Status::Value) => {
+                let conn = &self.conns[&source];
+                let reply = conn.last_reply().expect("a reply was just read");
+                let mode: &[u8] = match (add, base64) {
+                    (true, true) => b"ME b",
+                    (true, false) => b"ME",
+                    (false, true) => b"b",
+                    (false, false) => b"",
+                };
+                if !warm::copy(&key, &reply, conn.input.pending(), mode, &mut write) {
+                    return false;
+                }
+                let stored = self.exchange(target, &write, Expect::Meta, timeout);
+                // `NS`: add mode found a newer value there, which stays.
+                matches!(stored, Some(Status::Done | Status::NotStored))
+            }
+            Some(Status::Miss) if add => true,
+            Some(Status::Miss) => {
+                compose::meta(
+                    &mut write,
+                    Command::MetaDelete,
+                    &key,
+                    None,
+                    [key_flag].into_iter().filter(|f| !f.is_empty()),
+                );
+                matches!(self.exchange(target, &write, Expect::Meta, timeout), Some(Status::Done | Status::NotFound))
+            }
+            _ => false,
+        }
+    }
+
+    fn copy_key(&mut self, generation: &Generation, target: usize, key: &[u8]) -> bool {
+        let Some(source) = self.source_for(generation, key, target) else { return false };
+        self.copy(generation, target, key, source, false)
+    }
+
+    /// Copies back every key that belongs on `target` from the other servers that are up to
+    /// date (after flushing `target` when its repair set overflowed).
+    fn resync(&mut self, generation: &Generation, target: usize, flush_first: bool) -> bool {
+        let timeout = generation.server_timeout;
+        let started = Instant::now();
+        if flush_first && self.exchange(target, b"flush_all\r\n", Expect::Line, timeout) != Some(Status::Ok) {
+            return false;
+        }
+        let repair = self.health.repair();
+        let sources: Vec<usize> = generation
+            .servers
+            .iter()
+            .copied()
+            .filter(|&s| s != target && !self.health.is_down(s) && !repair.is_repairing(s))
+            .collect();
+        if sources.is_empty() {
+            return false;
+        }
+        let mut copied = 0u64;
+        let mut replicas = Vec::new();
+        for source in sources {
+            let Ok(keys) = metadump(self.registry.addr(source), timeout) else { return false };
+            for key in keys {
+                generation.router.write_targets(&key, &mut replicas);
+                if !replicas.contains(&target) {
+                    continue;
+                }
+                if !self.copy(generation, target, &key, source, true) {
+                    return false;
+                }
+                copied += 1;
+            }
+        }
+        self.health.repair().resynced(target, copied);
+        eprintln!(
+            "memrelay: server {} resynced: {copied} keys copied back from its replicas in {:.1} s",
+            self.registry.name(target),
+            started.elapsed().as_secs_f64()
+        );
+        true
+    }
+}
+
+/// The key as a meta command carries it: as it is when it is a valid text key, else base64.
+fn wire_key(key: &[u8]) -> (Vec<u8>, bool) {
+    if key.iter().all(|&b| b > b' ' && b < 0x7f) {
+        (key.to_vec(), false)
+    } else {
+        (base64::engine::general_purpose::STANDARD.encode(key).into_bytes(), true)
+    }
+}
+
+/// Every key `addr` holds, from `lru_crawler metadump all` (`key=<url-escaped> exp=… …` lines,
+/// then `END`). Fails on a busy crawler, an error line, a line too long or a timeout.
+fn metadump(addr: SocketAddr, timeout: Duration) -> Result<Vec<Vec<u8>>, ()> {
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(drop)?;
+    stream.set_read_timeout(Some(timeout)).map_err(drop)?;
+    stream.set_write_timeout(Some(timeout)).map_err(drop)?;
+    stream.write_all(b"lru_crawler metadump all\r\n").map_err(drop)?;
+    let mut reader = BufReader::new(stream);
+    let mut keys = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.by_ref().take(MAX_DUMP_LINE as u64).read_until(b'\n', &mut line).map_err(drop)?;
+        if n == 0 || !line.ends_with(b"\n") {
+            return Err(());
+        }
+        let text = line.strip_suffix(b"\r\n").or_else(|| line.strip_suffix(b"\n")).unwrap_or(&line);
+        if text == b"END" {
+            return Ok(keys);
+        }
+        let Some(rest) = text.strip_prefix(b"key=") else { return Err(()) };
+        let escaped = rest.split(|&b| b == b' ').next().unwrap_or_default();
+        keys.push(unescape(escaped).ok_or(())?);
+    }
+}
+
+/// Undoes memcached's URL escaping of a key (`%XX`).
+fn unescape(escaped: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(escaped.len());
+    let mut i = 0;
+    while i < escaped.len() {
+        if escaped[i] == b'%' {
+            let hex = std::str::from_utf8(escaped.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(escaped[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_keys_are_unescaped_and_odd_keys_travel_as_base64() {
+        assert_eq!(unescape(b"user%3A42%20x").unwrap(), b"user:42 x");
+        assert_eq!(unescape(b"plain").unwrap(), b"plain");
+        assert_eq!(unescape(b"bad%4"), None);
+        assert_eq!(wire_key(b"k"), (b"k".to_vec(), false));
+        assert_eq!(wire_key(b"a b"), (b"YSBi".to_vec(), true));
+    }
+}

@@ -1,0 +1,167 @@
+//! What real client libraries need beyond the replies `conformance` compares: a binary-protocol
+//! client is answered at once and closed instead of left waiting for a text line; `version`
+//! carries one `x.y.z` (clients parse it differently); `mg` takes its turn in the read round
+//! robin like `get` (with `--read-from any-replica` too); `cache_memlimit` reaches every server.
+//!
+//! Every test is a function of the engine's name and runs once per engine (see `common`).
+
+#[macro_use]
+mod common;
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::time::Duration;
+
+use common::*;
+
+macro_rules! suite {
+    ($($engine:ident: $name:literal),* $(,)?) => {
+        $(
+            engine_tests!($engine: $name;
+                binary_clients_get_a_binary_refusal_and_a_close,
+                version_is_one_three_part_number,
+                meta_gets_take_turns_over_the_servers,
+                meta_gets_take_turns_over_the_replicas,
+                cache_memlimit_reaches_every_server,
+            );
+        )*
+
+        #[test]
+        fn every_engine_has_a_suite() {
+            assert_eq!(&[$($name),*][..], ENGINES);
+        }
+    };
+}
+for_each_engine!(suite);
+
+/// A binary GET for `key` with `opaque`, laid out by hand from memcached's `protocol_binary.h`
+/// (independently of memrelay's own encoder).
+fn binary_get(key: &[u8], opaque: u32) -> Vec<u8> {
+    let mut request = vec![0x80, 0x00];
+    request.extend_from_slice(&(key.len() as u16).to_be_bytes());
+    request.extend_from_slice(&[0, 0, 0, 0]); // extras, data type, vbucket
+    request.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    request.extend_from_slice(&opaque.to_be_bytes());
+    request.extend_from_slice(&[0; 8]);
+    request.extend_from_slice(key);
+    request
+}
+
+fn binary_clients_get_a_binary_refusal_and_a_close(engine: &str) {
+    let server = Memcached::start();
+    let relay = Memrelay::start(engine, &[&server], &[]);
+    let mut bystander = relay.client();
+    assert_eq!(bystander.set("k", b"v"), "STORED\r\n");
+
+    // Whole, and split so that the header arrives in two pieces.
+    for split in [None, Some(10)] {
+        let mut binary = relay.client();
+        binary.set_read_timeout(Duration::from_secs(5));
+        let request = binary_get(b"k", 0xfeed_f00d);
+        match split {
+            None => binary.send(&request),
+            Some(at) => {
+                binary.send(&request[..at]);
+                std::thread::sleep(Duration::from_millis(50));
+                binary.send(&request[at..]);
+            }
+        }
+        let header = binary.read_exact_reply(24);
+        assert_eq!(header[0], 0x81, "response magic");
+        assert_eq!(header[1], 0x00, "the request's opcode");
+        assert_eq!(u16::from_be_bytes([header[6], header[7]]), 0x0083, "status: not supported");
+        assert_eq!(&header[12..16], &0xfeed_f00du32.to_be_bytes(), "opaque echoed");
+        let body = u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as usize;
+        let message = binary.read_exact_reply(body);
+        assert!(String::from_utf8_lossy(&message).contains("text protocol"));
+        let mut rest = Vec::new();
+        assert_eq!(binary.stream.read_to_end(&mut rest).expect("closed, not timed out"), 0, "nothing more, then EOF");
+    }
+    // The text client beside it is untouched, and the refusal is logged.
+    assert_eq!(bystander.get("k"), [("k".to_string(), b"v".to_vec())]);
+    let logged =
+        wait_for(Duration::from_secs(5), || relay.stderr().contains("spoke the binary protocol (opcode 0x00)"));
+    assert!(logged, "{}", relay.stderr());
+    let mut text = relay.client();
+    assert_eq!(text.line(b"version\r\n"), "VERSION 1.6.0\r\n");
+}
+
+fn version_is_one_three_part_number(engine: &str) {
+    let server = Memcached::start();
+    let relay = Memrelay::start(engine, &[&server], &[]);
+    let line = relay.client().line(b"version\r\n");
+    let version = line.strip_prefix("VERSION ").and_then(|v| v.strip_suffix("\r\n")).expect(&line);
+    // What both parsers read: libmemcached the leading x.y.z, the Node client the last one.
+    let numbers: Vec<&str> =
+        version.split(|c: char| !c.is_ascii_digit() && c != '.').filter(|s| !s.is_empty()).collect();
+    assert_eq!(numbers.len(), 1, "one version in {version:?}");
+    let parts: Vec<u32> = numbers[0].split('.').map(|p| p.parse().expect("a number")).collect();
+    assert_eq!(parts[..2], [1, 6], "{version}");
+    // And memcached's own line has the same shape.
+    let real = server.client().line(b"version\r\n");
+    assert!(real.starts_with("VERSION 1.6."), "{real}");
+    assert!(!relay.client().request(b"stats\r\n", b"END\r\n").is_empty());
+    let mut client = relay.client();
+    assert!(!stat_of(&mut client, "memrelay_version").is_empty());
+}
+
+/// Reads `key` with `mg <key> v` `n` times; returns the values seen.
+fn meta_reads(client: &mut Client, key: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            let reply = client.request(format!("mg {key} v\r\n").as_bytes(), b"\r\n");
+            let reply = String::from_utf8(reply).unwrap();
+            assert!(reply.starts_with("VA "), "{reply}");
+            String::from_utf8(client.read_line()).unwrap().trim_end().to_string()
+        })
+        .collect()
+}
+
+fn meta_gets_take_turns_over_the_servers(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    for (i, server) in servers.iter().enumerate() {
+        server.set_raw("k", format!("s{i}").as_bytes());
+    }
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let relay = Memrelay::start(engine, &refs, &[]);
+    let mut client = relay.client();
+    let seen = meta_reads(&mut client, "k", 6);
+    let distinct: HashSet<&String> = seen.iter().collect();
+    assert_eq!(distinct.len(), 3, "mg read every server in turn: {seen:?}");
+    // mg and get share the turn: six reads alternating between them still visit every server.
+    let mut mixed = HashSet::new();
+    for _ in 0..3 {
+        mixed.extend(meta_reads(&mut client, "k", 1));
+        mixed.extend(client.get("k").into_iter().map(|(_, v)| String::from_utf8(v).unwrap()));
+    }
+    assert_eq!(mixed.len(), 3, "{mixed:?}");
+    // Each server's own counters: every one was read.
+    for server in &servers {
+        assert!(server.stats()["cmd_get"] >= 2, "{:?}", server.stats()["cmd_get"]);
+    }
+}
+
+fn meta_gets_take_turns_over_the_replicas(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    for (i, server) in servers.iter().enumerate() {
+        server.set_raw("k", format!("s{i}").as_bytes());
+    }
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let args = ["--distribution", "ketama", "--replication", "2", "--read-from", "any-replica"];
+    let relay = Memrelay::start(engine, &refs, &args);
+    let seen = meta_reads(&mut relay.client(), "k", 6);
+    let distinct: HashSet<&String> = seen.iter().collect();
+    assert_eq!(distinct.len(), 2, "mg read both replicas of k: {seen:?}");
+}
+
+fn cache_memlimit_reaches_every_server(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let relay = Memrelay::start(engine, &refs, &[]);
+    assert_eq!(relay.client().line(b"cache_memlimit 100\r\n"), "OK\r\n");
+    for server in &servers {
+        let settings = server.client().request(b"stats settings\r\n", b"END\r\n");
+        let settings = String::from_utf8(settings).unwrap();
+        assert!(settings.contains("STAT maxbytes 104857600\r\n"), "{settings}");
+    }
+}

@@ -1,0 +1,153 @@
+//! Write policies and replica repair against real memcached servers: with `majority` and
+//! `primary`, one of three servers killed does not fail the writes; once it is restarted
+//! (empty) the repair brings every key back to it, each key at its last acknowledged value, read
+//! on each server directly; while a server is being repaired no read is served from it; with
+//! `all`, a dead server still fails every write (the policy that was memrelay's only one).
+//!
+//! Every test is a function of the engine's name and runs once per engine (see `common`).
+
+#[macro_use]
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+macro_rules! suite {
+    ($($engine:ident: $name:literal),* $(,)?) => {
+        $(
+            engine_tests!($engine: $name;
+                majority_survives_a_dead_server_and_repairs_it,
+                primary_survives_a_dead_server_and_repairs_it,
+                all_fails_writes_while_a_server_is_dead,
+                reads_avoid_a_server_being_repaired,
+                too_few_replicas_is_not_stored,
+            );
+        )*
+
+        #[test]
+        fn every_engine_has_a_suite() {
+            assert_eq!(&[$($name),*][..], ENGINES);
+        }
+    };
+}
+for_each_engine!(suite);
+
+const KEYS: usize = 200;
+/// Fast failure detection, so that the test waits on conditions for a short while only.
+const FAST: &[&str] = &["--restart-check-ms", "100", "--probe-first-ms", "50", "--probe-max-ms", "200"];
+
+fn start(engine: &str, servers: &[Memcached], policy: &str, more: &[&str]) -> Memrelay {
+    let refs: Vec<&Memcached> = servers.iter().collect();
+    let mut args = vec!["--write-policy", policy];
+    args.extend_from_slice(FAST);
+    args.extend_from_slice(more);
+    Memrelay::start(engine, &refs, &args)
+}
+
+fn survives_a_dead_server_and_repairs_it(engine: &str, policy: &str) {
+    let mut servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let relay = start(engine, &servers, policy, &[]);
+    let mut client = relay.client();
+    for i in 0..KEYS {
+        assert_eq!(client.set(&format!("old{i}"), b"v1"), "STORED\r\n");
+        assert_eq!(client.set(&format!("kept{i}"), b"k"), "STORED\r\n");
+        assert_eq!(client.set(&format!("gone{i}"), b"g"), "STORED\r\n");
+    }
+    servers[1].kill();
+    // Writes and deletes while a third of the replicas is gone: acknowledged, every one.
+    for i in 0..KEYS {
+        assert_eq!(client.set(&format!("old{i}"), b"v2"), "STORED\r\n", "overwrite {i}");
+        assert_eq!(client.set(&format!("new{i}"), b"n"), "STORED\r\n", "new {i}");
+        assert_eq!(client.line(format!("delete gone{i}\r\n").as_bytes()), "DELETED\r\n", "delete {i}");
+    }
+    for i in (0..KEYS).step_by(17) {
+        assert_eq!(client.get(&format!("old{i}")), [(format!("old{i}"), b"v2".to_vec())]);
+    }
+    servers[1].restart();
+    // Repaired: every server holds every key at its last acknowledged value, read directly.
+    let converged = wait_for(Duration::from_secs(20), || {
+        (0..KEYS).all(|i| {
+            servers.iter().all(|s| {
+                s.get_raw(&format!("old{i}")).as_deref() == Some(b"v2")
+                    && s.get_raw(&format!("new{i}")).as_deref() == Some(b"n")
+                    && s.get_raw(&format!("kept{i}")).as_deref() == Some(b"k")
+                    && s.get_raw(&format!("gone{i}")).is_none()
+            })
+        })
+    });
+    assert!(converged, "not converged; memrelay said: {}", relay.stderr());
+    let mut stats = relay.client();
+    let repaired: u64 = stat_of(&mut stats, "server_1_repaired").parse().unwrap();
+    // The keys written before the kill come back by the resync, those written during it too.
+    assert!(repaired >= 3 * KEYS as u64, "repaired {repaired}");
+    assert!(wait_for(Duration::from_secs(5), || stat_of(&mut stats, "server_1_repairing") == "0"));
+}
+
+fn majority_survives_a_dead_server_and_repairs_it(engine: &str) {
+    survives_a_dead_server_and_repairs_it(engine, "majority");
+}
+
+fn primary_survives_a_dead_server_and_repairs_it(engine: &str) {
+    survives_a_dead_server_and_repairs_it(engine, "primary");
+}
+
+fn all_fails_writes_while_a_server_is_dead(engine: &str) {
+    let mut servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let relay = start(engine, &servers, "all", &[]);
+    let mut client = relay.client();
+    servers[2].kill();
+    let reply = client.set("k", b"v");
+    assert!(reply.starts_with("SERVER_ERROR"), "{reply}");
+}
+
+fn reads_avoid_a_server_being_repaired(engine: &str) {
+    let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let relay = start(engine, &servers, "majority", &["--server-timeout-ms", "300"]);
+    let mut client = relay.client();
+    assert_eq!(client.set("k", b"v1"), "STORED\r\n");
+    // A server that stops answering misses the write: it is repaired, and until then no read goes
+    // there (a read there would time out, or with a lost write, return the replaced value).
+    servers[0].pause();
+    assert_eq!(client.set("k", b"v2"), "STORED\r\n");
+    let mut stats = relay.client();
+    let all_stats = String::from_utf8(stats.request(b"stats\r\n", b"END\r\n")).unwrap();
+    assert!(all_stats.contains("STAT server_0_repairing 1\r\n"), "{all_stats}\n{}", relay.stderr());
+    for round in 0..12 {
+        let reply = client.get_reply("get k\r\n");
+        if reply.starts_with(b"SERVER_ERROR") {
+            let all_stats = String::from_utf8(stats.request(b"stats\r\n", b"END\r\n")).unwrap();
+            panic!("round {round}: {}\n{all_stats}\n{}", show(&reply), relay.stderr());
+        }
+        assert_eq!(parse_values(&reply), [("k".to_string(), b"v2".to_vec())]);
+        let reply = client.request(b"mg k v\r\n", b"\r\n");
+        assert_eq!(reply, b"VA 2\r\n");
+        assert_eq!(client.read_line(), b"v2\r\n");
+    }
+    servers[0].resume();
+    assert!(wait_for(Duration::from_secs(10), || stat_of(&mut stats, "server_0_repairing") == "0"));
+    assert_eq!(servers[0].get_raw("k").as_deref(), Some(&b"v2"[..]));
+    // Back in the turn: reads reach it again (its own counters show them), once memrelay's
+    // connections to it are past their reconnect backoff.
+    let before = servers[0].stats()["cmd_get"];
+    let back = wait_for(Duration::from_secs(5), || {
+        for _ in 0..3 {
+            client.get_reply("get k\r\n");
+        }
+        servers[0].stats()["cmd_get"] > before
+    });
+    assert!(back, "no read reached the repaired server");
+}
+
+fn too_few_replicas_is_not_stored(engine: &str) {
+    let mut servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let relay = start(engine, &servers, "majority", &[]);
+    let mut client = relay.client();
+    servers[0].kill();
+    servers[1].kill();
+    // One of three is no majority: refused in the form every client library takes calmly.
+    assert_eq!(client.set("k", b"v"), "NOT_STORED\r\n");
+    let reply = client.line(b"delete k\r\n");
+    assert!(reply.starts_with("SERVER_ERROR too few replicas answered (1 of 3)"), "{reply}");
+    assert_eq!(client.line(b"set q 0 0 1 noreply\r\nx\r\nversion\r\n"), "VERSION 1.6.0\r\n");
+}
