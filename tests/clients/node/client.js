@@ -188,9 +188,21 @@ async function main() {
   else if (mode === 'version') { s.answers = [JSON.stringify(await m.version())]; }
   s.seconds = (Date.now() - start) / 1000;
   s.throughput = s.seconds > 0 ? s.ops / s.seconds : 0;
+  done = true;
   m.end();
   // Exit only once the summary is flushed: a pipe takes 64 KiB at a time.
   process.stdout.write(`${JSON.stringify(s)}\n`, () => process.exit(0));
 }
+
+// A library that drops a call (its promise never settles) lets the event loop run dry: say so
+// in the summary rather than exit silently.
+let done = false;
+process.on('beforeExit', () => {
+  if (done) return;
+  done = true;
+  (s.answers = s.answers || []).push('never settled: the library dropped the call');
+  s.errors.dropped = (s.errors.dropped || 0) + 1;
+  process.stdout.write(`${JSON.stringify(s)}\n`, () => process.exit(0));
+});
 
 main().catch((err) => { process.stderr.write(`${err && err.stack}\n`); process.exit(1); });
