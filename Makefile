@@ -37,9 +37,12 @@ test-lab: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q
 
 # memrelay driven by real Python clients (pymemcache, meta-memcache) and libmemcached's
-# memccp/memccat, against memcached as the reference (tests/python; builds nothing).
+# memccp/memccat, against memcached as the reference (tests/python; builds nothing); then the
+# client matrix (tests/clients: gomemcache, spymemcached, xmemcached, node memcached, memjs,
+# pymemcache, pylibmc, built by scripts/install-clients.sh), a server killed and restarted.
 test-clients: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/python -q
+	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/clients -q
 
 # Side-by-side throughput and CPU per request of memcached, twemproxy and both engines.
 bench: build

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what memrelay's build, tests and lab need and this machine lacks: memcached,
 # twemproxy (nutcracker), libmemcached-tools and openssh-server from Debian's packages, and the
-# lab's Python virtual environment with pinned packages, plus the real Python memcached clients that
-# tests/python drives memrelay with. Idempotent: does nothing for what is already there.
+# lab's Python virtual environment with pinned packages, plus the real Python memcached clients
+# that tests/python drives memrelay with, and the client matrix of tests/clients (Go, Java, Node
+# programs and pylibmc, by scripts/install-clients.sh). Idempotent: does nothing for what is
+# already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,3 +42,5 @@ if ! cmp -s tests/python/requirements.lock "$venv/.installed-clients-lock"; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements.lock
   cp tests/python/requirements.lock "$venv/.installed-clients-lock"
 fi
+# The client matrix of tests/clients: Go, Java, Node programs and pylibmc, from pinned versions.
+scripts/install-clients.sh
