@@ -76,8 +76,13 @@ impl Memcached {
 
     /// Stops the server without closing its sockets (SIGSTOP): connections and connects still
     /// succeed in the kernel, nothing is answered. Killing it on drop works while paused.
+    /// Returns once every thread is stopped: kill(2) only queues the signal, and a worker thread
+    /// already running could still answer the next request (seen once in `write_policy`).
     pub fn pause(&self) {
         self.signal(libc::SIGSTOP);
+        let pid = self.child.as_ref().expect("a running memcached").id();
+        let stopped = crate::process::wait_for(Duration::from_secs(10), || all_threads_stopped(pid));
+        assert!(stopped, "memcached {pid} did not stop after SIGSTOP");
     }
 
     /// Lets a paused server run again (SIGCONT).
@@ -121,4 +126,15 @@ impl Drop for Memcached {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether every thread of `pid` is stopped (state `T` or `t` in /proc/<pid>/task/*/stat; the
+/// state follows the command name, which is in parentheses and may hold spaces).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        matches!(state, Some('T' | 't'))
+    })
 }
