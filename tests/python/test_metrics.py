@@ -82,6 +82,9 @@ def test_metrics_agree_with_the_servers_own_counters(processes, engine):
     for server in servers:
         labels = (("server", f"{HOST}:{server.port}"),)
         assert m["memrelay_server_up"][labels] == 1.0
+        # Nothing was missed (write policy `all`): no server under repair.
+        assert m["memrelay_server_repairing"][labels] == 0.0
+        assert m["memrelay_server_repair_queued_total"][labels] == 0
         assert m["memrelay_server_latency_seconds_count"][labels] == sent[server.port]
         inf = tuple(sorted(labels + (("le", "+Inf"),)))
         assert m["memrelay_server_latency_seconds_bucket"][inf] == sent[server.port]

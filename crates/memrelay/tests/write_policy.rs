@@ -47,7 +47,8 @@ fn start(engine: &str, servers: &[Memcached], policy: &str, more: &[&str]) -> Me
 
 fn survives_a_dead_server_and_repairs_it(engine: &str, policy: &str) {
     let mut servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
-    let relay = start(engine, &servers, policy, &[]);
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let relay = start(engine, &servers, policy, &["--metrics-listen", &metrics]);
     let mut client = relay.client();
     for i in 0..KEYS {
         assert_eq!(client.set(&format!("old{i}"), b"v1"), "STORED\r\n");
@@ -82,6 +83,24 @@ fn survives_a_dead_server_and_repairs_it(engine: &str, policy: &str) {
     // The keys written before the kill come back by the resync, those written during it too.
     assert!(repaired >= 3 * KEYS as u64, "repaired {repaired}");
     assert!(wait_for(Duration::from_secs(5), || stat_of(&mut stats, "server_1_repairing") == "0"));
+    // The same counts on the metrics endpoint.
+    let exposition = scrape(&metrics);
+    let sample = format!("memrelay_server_repaired_total{{server=\"{}\"}} ", servers[1].addr());
+    let line = exposition.lines().find(|l| l.starts_with(&sample)).unwrap_or_else(|| panic!("{sample}in {exposition}"));
+    let exported: u64 = line[sample.len()..].trim().parse().unwrap();
+    assert_eq!(exported.to_string(), stat_of(&mut stats, "server_1_repaired"));
+    assert!(exposition.contains(&format!("memrelay_server_repairing{{server=\"{}\"}} 0", servers[1].addr())));
+}
+
+/// `GET /metrics` over a plain socket: the exposition text.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("metrics endpoint");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: memrelay\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
 }
 
 fn majority_survives_a_dead_server_and_repairs_it(engine: &str) {

@@ -164,6 +164,29 @@ impl Sources {
         let cold: Vec<(Vec<(&str, &str)>, f64)> =
             per(&|s| u64::from(health.is_cold(s))).into_iter().map(|(labels, v)| (labels, v as f64)).collect();
         gauge(encoder, "memrelay_server_cold", "1 while a restarted server is being warmed", &cold)?;
+        let repair = health.repair();
+        let repairing = as_gauge(per(&|s| u64::from(repair.is_repairing(s))));
+        gauge(
+            encoder,
+            "memrelay_server_repairing",
+            "1 while the server is being repaired (reads avoid it)",
+            &repairing,
+        )?;
+        let pending = as_gauge(per(&|s| repair.counts(s).pending));
+        gauge(encoder, "memrelay_server_repair_pending", "keys waiting in each server's repair set", &pending)?;
+        let queued = per(&|s| repair.counts(s).queued);
+        counter(encoder, "memrelay_server_repair_queued", "keys put in each server's repair set", &queued)?;
+        let repaired = per(&|s| repair.counts(s).repaired);
+        counter(encoder, "memrelay_server_repaired", "keys brought up to date on each server", &repaired)?;
+        let dropped = per(&|s| repair.counts(s).dropped);
+        counter(
+            encoder,
+            "memrelay_server_repair_dropped",
+            "keys beyond the repair bound (each a flush and resync)",
+            &dropped,
+        )?;
+        let resyncs = per(&|s| repair.counts(s).resyncs);
+        counter(encoder, "memrelay_server_resyncs", "full resyncs of each server", &resyncs)?;
         if let Some(totals) = &totals {
             let mut family = encoder.encode_descriptor(
                 "memrelay_server_latency_seconds",
@@ -183,6 +206,11 @@ impl Sources {
         }
         Ok(())
     }
+}
+
+/// Counts as gauge values.
+fn as_gauge<L>(values: Vec<(L, u64)>) -> Vec<(L, f64)> {
+    values.into_iter().map(|(labels, v)| (labels, v as f64)).collect()
 }
 
 /// CPU seconds per thread role, from `/proc` ([`crate::measure::cpu`]).
