@@ -116,12 +116,24 @@ impl RepairThread {
         conn
     }
 
-    /// One exchange: `bytes` to `server`, its reply's status and bytes (in the connection).
+    /// One exchange: `bytes` to `server`, its reply's status and bytes (in the connection). The
+    /// outcome counts for the server's health: once a server is being repaired the engines send
+    /// it nothing, so the repair thread's failures are what take a dead one down (and the probe
+    /// then checks it for a restart before anything is copied to it again).
     fn exchange(&mut self, server: usize, bytes: &[u8], expect: Expect, timeout: Duration) -> Option<Status> {
         let deadline = Instant::now() + timeout;
         let conn = self.conn(server, timeout);
-        conn.send(bytes, deadline).ok()?;
-        conn.receive(expect, deadline).ok().map(|reply| reply.status)
+        let result = conn.send(bytes, deadline).and_then(|()| conn.receive(expect, deadline));
+        match result {
+            Ok(reply) => {
+                self.health.answered(server);
+                Some(reply.status)
+            }
+            Err(failure) => {
+                self.health.failed(server, failure);
+                None
+            }
+        }
     }
 
     /// An up-to-date replica of `key` other than `target`.
