@@ -130,6 +130,16 @@ def stat(port: int, name: str) -> int:
     raise AssertionError(f"memcached on {port} has no stat {name}")
 
 
+@pytest.fixture(scope="module")
+def relay(processes_factory):
+    """memrelay in front of three memcached servers, shared by a test module."""
+    group = processes_factory()
+    try:
+        yield start_cluster(group)
+    finally:
+        group.close()
+
+
 def pytest_terminal_summary(terminalreporter):
     if not MATRIX:
         return

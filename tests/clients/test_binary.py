@@ -20,7 +20,6 @@ import pytest
 pytestmark = pytest.mark.proxy25
 
 from clients import BINARY_CLIENTS
-from conftest import start_cluster
 
 CLIENT_TIMEOUT_S = 30  # the binary clients' own timeouts: a hang outlasts the test's bound
 BOUND_S = 10  # how long a binary client may take to be told no (it should take milliseconds)
@@ -29,15 +28,6 @@ BOUND_S = 10  # how long a binary client may take to be told no (it should take 
 GET_FOO = struct.pack(">BBHBBHIIQ", 0x80, 0x00, 3, 0, 0, 0, 3, 0xDEADBEEF, 0) + b"foo"
 # A binary SET (opcode 0x01) of "k" = "v": 8 bytes of extras (flags, expiry).
 SET_K = struct.pack(">BBHBBHIIQ", 0x80, 0x01, 1, 8, 0, 0, 8 + 1 + 1, 7, 0) + struct.pack(">II", 0, 0) + b"kv"
-
-
-@pytest.fixture(scope="module")
-def relay(processes_factory):
-    group = processes_factory()
-    try:
-        yield start_cluster(group)
-    finally:
-        group.close()
 
 
 def read_all(sock: socket.socket) -> bytes:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from clients import CLIENTS
-from conftest import start_cluster
 
 RUN_TIMEOUT_S = 60
 
@@ -22,15 +21,6 @@ def direct(processes_factory):
     group = processes_factory()
     try:
         yield group.memcached()
-    finally:
-        group.close()
-
-
-@pytest.fixture(scope="module")
-def relay(processes_factory):
-    group = processes_factory()
-    try:
-        yield start_cluster(group)
     finally:
         group.close()
 

@@ -39,12 +39,7 @@ pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Cur
                     continue;
                 }
                 let Some(seen) = server_identity(registry.addr(server), timeout) else { continue };
-                if let Some((pid, uptime)) = identity[server] {
-                    if seen.0 != pid || seen.1 < uptime {
-                        health.restarted(server);
-                    }
-                }
-                identity[server] = Some(seen);
+                note_identity(&health, server, seen, &mut identity[server]);
             }
         }
         for &server in servers {
@@ -64,10 +59,7 @@ pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Cur
                 // Back from down, perhaps restarted (empty): say so before it is used again, so
                 // that a repair resyncs it before reads reach it.
                 if let Some(seen) = server_identity(registry.addr(server), timeout) {
-                    if identity[server].is_some_and(|(pid, uptime)| seen.0 != pid || seen.1 < uptime) {
-                        health.restarted(server);
-                    }
-                    identity[server] = Some(seen);
+                    note_identity(&health, server, seen, &mut identity[server]);
                 }
                 health.probe_answered(server, since.elapsed());
                 seen_down[server] = None;
@@ -87,6 +79,15 @@ pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Cur
         drop(generation);
         thread::sleep(wake.saturating_duration_since(now));
     }
+}
+
+/// Records the `(pid, uptime)` just `seen` of `server`: a new pid or a smaller uptime than last
+/// time is a restart.
+fn note_identity(health: &Health, server: usize, seen: (u64, u64), known: &mut Option<(u64, u64)>) {
+    if known.is_some_and(|(pid, uptime)| seen.0 != pid || seen.1 < uptime) {
+        health.restarted(server);
+    }
+    *known = Some(seen);
 }
 
 /// The server's `pid` and `uptime` from `stats`, if it answers within `timeout`.
