@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use memrelay::settings::{
-    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, ReadFrom, Replication, Routing,
-    Settings, WritePolicy,
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, PrefixRoute, ReadFrom, Replication,
+    Routing, Settings, WritePolicies, WritePolicy,
 };
 use memrelay::KeyHash;
 
@@ -80,6 +80,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = WritePolicyArg::All)]
     pub write_policy: WritePolicyArg,
 
+    /// The write policy of the keys starting with PREFIX (repeatable; the longest matching
+    /// prefix wins, other keys take --write-policy). In the file: `[[routes]]` tables with
+    /// `prefix` and `write_policy`.
+    #[arg(long = "route", value_name = "PREFIX=all|majority|primary")]
+    pub routes: Vec<PrefixRoute>,
+
     /// How long a server may take to answer (connect, write, reply) before SERVER_ERROR.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub server_timeout_ms: u64,
@@ -114,6 +120,11 @@ pub struct Args {
     /// server is flushed and fully resynced
     #[arg(long, default_value_t = 100_000, value_name = "KEYS")]
     pub repair_max_keys: usize,
+
+    /// Keep the repair sets in files in DIR too, so that a restarted memrelay still repairs the
+    /// replicas that missed writes before it stopped
+    #[arg(long, value_name = "DIR")]
+    pub repair_spool_dir: Option<PathBuf>,
 
     /// Most clients connected at once; more are answered SERVER_ERROR and closed.
     #[arg(long, default_value_t = 16384)]
@@ -238,10 +249,13 @@ impl Args {
                     ReadFromArg::AnyReplica => ReadFrom::AnyReplica,
                 },
                 failover: self.failover,
-                write_policy: match self.write_policy {
-                    WritePolicyArg::All => WritePolicy::All,
-                    WritePolicyArg::Majority => WritePolicy::Majority,
-                    WritePolicyArg::Primary => WritePolicy::Primary,
+                write_policies: WritePolicies {
+                    default: match self.write_policy {
+                        WritePolicyArg::All => WritePolicy::All,
+                        WritePolicyArg::Majority => WritePolicy::Majority,
+                        WritePolicyArg::Primary => WritePolicy::Primary,
+                    },
+                    routes: self.routes,
                 },
             },
             limits: ClientLimits { max_clients: self.max_clients, max_value_size: self.max_value_size },
@@ -265,6 +279,7 @@ impl Args {
                 repair_max_keys: self.repair_max_keys.max(1),
             },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            repair_spool: self.repair_spool_dir,
         })
     }
 }

@@ -67,7 +67,11 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
     let known: Vec<String> = Args::command().get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect();
     let mut out = Vec::new();
     for (key, value) in &table {
-        let option = if key == "servers" { "server".to_string() } else { key.replace('_', "-") };
+        let option = match key.as_str() {
+            "servers" => "server".to_string(),
+            "routes" => "route".to_string(),
+            _ => key.replace('_', "-"),
+        };
         let not_an_option = ["help", "version", "config", "check-config"].contains(&option.as_str());
         if !known.contains(&option) || not_an_option {
             return Err(format!(
@@ -84,6 +88,11 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
                 for item in items {
                     let server = server_spec(item).map_err(|what| bad(&what))?;
                     out.extend(["--server".to_string(), server]);
+                }
+            }
+            toml::Value::Array(items) if option == "route" => {
+                for item in items {
+                    out.extend(["--route".to_string(), route_spec(item).map_err(|what| bad(&what))?]);
                 }
             }
             toml::Value::Boolean(true) => out.push(format!("--{option}")),
@@ -120,6 +129,27 @@ fn server_spec(item: &toml::Value) -> Result<String, String> {
                 Some(_) => return Err("has a server whose name is not a string".into()),
             }
             Ok(spec)
+        }
+        _ => Err(SHAPE.into()),
+    }
+}
+
+/// One route of `routes` (`[[routes]]` tables) as `--route` takes it: `PREFIX=POLICY` from a
+/// table `{ prefix = "session:", write_policy = "majority" }` (or that string itself).
+fn route_spec(item: &toml::Value) -> Result<String, String> {
+    const SHAPE: &str = "must list routes as [[routes]] tables with `prefix` and `write_policy`";
+    match item {
+        toml::Value::String(route) => Ok(route.clone()),
+        toml::Value::Table(table) => {
+            if let Some(key) = table.keys().find(|k| !["prefix", "write_policy"].contains(&k.as_str())) {
+                return Err(format!("has a route with unknown key `{key}` (prefix, write_policy)"));
+            }
+            match (table.get("prefix"), table.get("write_policy")) {
+                (Some(toml::Value::String(prefix)), Some(toml::Value::String(policy))) => {
+                    Ok(format!("{prefix}={policy}"))
+                }
+                _ => Err(SHAPE.into()),
+            }
         }
         _ => Err(SHAPE.into()),
     }
@@ -175,6 +205,18 @@ mod tests {
             "servers = [\"a:1:3 alpha\", { address = \"b:2\", weight = 2, name = \"beta\" }, { address = \"c:3\" }]\n";
         let got = expanded(text, &[]).unwrap();
         assert_eq!(got[1..], ["--server", "a:1:3 alpha", "--server", "b:2:2 beta", "--server", "c:3"]);
+    }
+
+    #[test]
+    fn routes_are_tables_of_prefix_and_write_policy() {
+        let text = "servers = [\"a:1\"]\n[[routes]]\nprefix = \"session:\"\nwrite_policy = \"majority\"\n\
+                    [[routes]]\nprefix = \"a=b\"\nwrite_policy = \"primary\"\n";
+        let got = expanded(text, &[]).unwrap();
+        assert_eq!(got[1..], ["--route", "session:=majority", "--route", "a=b=primary", "--server", "a:1"]);
+        let bad = expanded("[[routes]]\nprefix = \"x\"\npolicy = \"all\"\n", &[]).unwrap_err();
+        assert!(bad.contains("unknown key `policy`"), "{bad}");
+        let shape = expanded("[[routes]]\nprefix = \"x\"\n", &[]).unwrap_err();
+        assert!(shape.contains("[[routes]] tables"), "{shape}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::client::{Framing, Next};
 use crate::relay::rewrite::{Outgoing, Stage};
 use crate::routing::ketama::KeyHash;
 use crate::routing::{Plan, RouteBuf, Router};
-use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
 
 /// Most bytes one input may make memrelay look at (keeps a fuzz case fast).
 const MAX_INPUT: usize = 1 << 20;
@@ -157,7 +157,7 @@ fn router(mode: u8) -> Router {
         replication: if ketama { 2 } else { 1 },
         read_from: ReadFrom::Primary,
         failover: false,
-        write_policy: WritePolicy::All,
+        write_policies: WritePolicies::default(),
     };
     Router::new(&routing, &servers).expect("a valid ring")
 }

@@ -113,5 +113,6 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("metrics-listen", &was.measurement.metrics_listen, &now.measurement.metrics_listen);
     compare("health (down-after, probes, warming)", &was.health, &now.health);
     compare("shutdown-grace-ms", &was.shutdown_grace, &now.shutdown_grace);
+    compare("repair-spool-dir", &was.repair_spool, &now.repair_spool);
     changed
 }

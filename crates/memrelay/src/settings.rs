@@ -92,6 +92,8 @@ pub struct Settings {
     pub health: crate::health::HealthSettings,
     /// Longest a shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
+    /// Where the repair sets are spooled ([`crate::repair::spool`]), if anywhere.
+    pub repair_spool: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +163,42 @@ impl WritePolicy {
     }
 }
 
+impl FromStr for WritePolicy {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "all" => Ok(WritePolicy::All),
+            "majority" => Ok(WritePolicy::Majority),
+            "primary" => Ok(WritePolicy::Primary),
+            _ => Err(format!("write policy must be `all`, `majority` or `primary`, not `{text}`")),
+        }
+    }
+}
+
+/// The write policy of the keys that start with `prefix` (`--route PREFIX=POLICY`, a
+/// `[[routes]]` table in the file): the longest matching prefix wins, and keys no route matches
+/// take `--write-policy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixRoute {
+    pub prefix: Vec<u8>,
+    pub write_policy: WritePolicy,
+}
+
+impl FromStr for PrefixRoute {
+    type Err = String;
+    /// `PREFIX=POLICY`; the prefix may itself hold `=` (the last one separates).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (prefix, policy) =
+            text.rsplit_once('=').ok_or_else(|| format!("a route is PREFIX=POLICY, not `{text}`"))?;
+        if prefix.is_empty() || prefix.len() > 250 || prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!(
+                "a route's prefix must be 1 to 250 bytes with no spaces or control characters, not `{prefix}`"
+            ));
+        }
+        Ok(PrefixRoute { prefix: prefix.as_bytes().to_vec(), write_policy: policy.parse()? })
+    }
+}
+
 /// Where requests go (see [`crate::routing`]).
 #[derive(Debug, Clone)]
 pub struct Routing {
@@ -172,14 +210,42 @@ pub struct Routing {
     pub read_from: ReadFrom,
     /// Retry a failed read on the key's next replica (ketama only).
     pub failover: bool,
-    pub write_policy: WritePolicy,
+    pub write_policies: WritePolicies,
 }
 
 impl Routing {
     /// Whether a failed read is retried on another replica: asked for with ketama, and always
     /// under a write policy that repairs (a replica that cannot answer is expected there).
     pub fn fails_over(&self) -> bool {
-        (self.failover && self.distribution == Distribution::Ketama) || self.write_policy.repairs()
+        (self.failover && self.distribution == Distribution::Ketama) || self.write_policies.repair()
+    }
+}
+
+/// The write policy of every key: per key prefix, and a default for keys no route names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WritePolicies {
+    pub default: WritePolicy,
+    pub routes: Vec<PrefixRoute>,
+}
+
+impl WritePolicies {
+    /// One policy for every key.
+    pub fn only(policy: WritePolicy) -> WritePolicies {
+        WritePolicies { default: policy, routes: Vec::new() }
+    }
+
+    /// Whether any key's policy repairs replicas (so the repair machinery is in use).
+    pub fn repair(&self) -> bool {
+        self.default.repairs() || self.routes.iter().any(|r| r.write_policy.repairs())
+    }
+
+    /// The policy of `key`: its longest matching route's, else the default.
+    pub fn of(&self, key: &[u8]) -> WritePolicy {
+        self.routes
+            .iter()
+            .filter(|r| key.starts_with(&r.prefix))
+            .max_by_key(|r| r.prefix.len())
+            .map_or(self.default, |r| r.write_policy)
     }
 }
 
@@ -261,11 +327,45 @@ impl Settings {
                 ReadFrom::AnyReplica => "any-replica",
             },
             "failover": self.routing.failover,
-            "write_policy": self.routing.write_policy.name(),
+            "write_policy": self.routing.write_policies.default.name(),
+            "routes": self.routing.write_policies.routes.iter().map(|r| json!({
+                "prefix": String::from_utf8_lossy(&r.prefix),
+                "write_policy": r.write_policy.name(),
+            })).collect::<Vec<_>>(),
             "server_timeout_ms": self.server_timeout.as_millis() as u64,
             "down_after": self.health.down_after,
             "stats_window_s": self.measurement.window.as_secs_f64(),
             "request_log_sample": self.measurement.request_log_sample,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_matching_route_chooses_the_write_policy() {
+        let routes = ["s:=majority", "s:strict:=all", "p=x=primary"].map(|r| r.parse::<PrefixRoute>().unwrap());
+        let policies = WritePolicies { default: WritePolicy::All, routes: routes.to_vec() };
+        assert_eq!(policies.of(b"s:1"), WritePolicy::Majority);
+        assert_eq!(policies.of(b"s:strict:1"), WritePolicy::All);
+        assert_eq!(policies.of(b"p=x1"), WritePolicy::Primary);
+        assert_eq!(policies.of(b"other"), WritePolicy::All);
+        assert!(policies.repair());
+        assert!(!WritePolicies::only(WritePolicy::All).repair());
+    }
+
+    #[test]
+    fn bad_routes_say_why() {
+        for (route, says) in [
+            ("nosign", "PREFIX=POLICY"),
+            ("=all", "1 to 250 bytes"),
+            ("a b=all", "no spaces"),
+            ("s:=most", "`all`, `majority` or `primary`"),
+        ] {
+            let error = route.parse::<PrefixRoute>().unwrap_err();
+            assert!(error.contains(says), "{route}: {error}");
+        }
     }
 }

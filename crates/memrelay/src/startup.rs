@@ -24,6 +24,7 @@ use crate::measure::metrics::{Recorder, Window, WindowClock};
 use crate::measure::prometheus::Sources;
 use crate::measure::stats::{Shared, StatsThread};
 use crate::reload;
+use crate::repair::spool::Spool;
 use crate::servers::Registry;
 use crate::settings::Settings;
 
@@ -51,6 +52,11 @@ pub enum Error {
     EventLoop(io::Error),
     /// A thread panicked (its message went to stderr).
     Panicked(String),
+    /// The repair spool folder could not be opened or read.
+    Spool {
+        dir: std::path::PathBuf,
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for Error {
@@ -58,6 +64,7 @@ impl fmt::Display for Error {
         match self {
             Error::Routing(reason) => write!(f, "{reason}"),
             Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            Error::Spool { dir, source } => write!(f, "--repair-spool-dir {}: {source}", dir.display()),
             Error::EventLoopSetup(source) => write!(f, "cannot set up the event loop: {source}"),
             Error::Thread { name, source } => write!(f, "cannot start thread {name}: {source}"),
             Error::Statistics(source) => write!(f, "cannot write statistics: {source}"),
@@ -134,7 +141,17 @@ impl Runtime {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
             let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
             let max_value_len = settings.limits.max_value_size;
-            spawn("repair", move || crate::repair::worker::run(health, registry, current, shutdown, max_value_len))?;
+            // Read back before any client is accepted: reads must already avoid those servers.
+            let spool = match &settings.repair_spool {
+                Some(dir) => Some(
+                    Spool::open(dir, &registry, &current.get().servers, health.repair())
+                        .map_err(|source| Error::Spool { dir: dir.clone(), source })?,
+                ),
+                None => None,
+            };
+            spawn("repair", move || {
+                crate::repair::worker::run(health, registry, current, shutdown, max_value_len, spool)
+            })?;
         }
         if let Some(addr) = settings.measurement.metrics_listen {
             let server = measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?;

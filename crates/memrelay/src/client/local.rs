@@ -117,7 +117,11 @@ impl LocalAnswers {
         let generation = self.current.get();
         let names = self.registry.names();
         compose::stat(out, "config_generation", generation.number);
-        compose::stat(out, "write_policy", generation.router.write_policy().name());
+        compose::stat(out, "write_policy", generation.router.write_policies().default.name());
+        for (i, route) in generation.router.write_policies().routes.iter().enumerate() {
+            let prefix = String::from_utf8_lossy(&route.prefix);
+            compose::stat(out, &format!("route_{i}"), format!("{prefix}={}", route.write_policy.name()));
+        }
         for i in 0..names.len() {
             let state = if generation.servers.contains(&i) { self.health.state(i) } else { "retired" };
             compose::stat(out, &format!("server_{i}_state"), state);

@@ -22,6 +22,7 @@
 //! server is flushed and fully resynced instead, so nothing stale survives an overflow. Counts
 //! per server are in `stats` and the metrics.
 
+pub(crate) mod spool;
 pub(crate) mod worker;
 
 use std::collections::{HashSet, VecDeque};
@@ -29,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::servers::MAX_SERVER_IDS;
+use spool::Record;
 
 /// What the repair thread does next for a server.
 #[derive(Debug, PartialEq, Eq)]
@@ -48,6 +50,8 @@ struct Pending {
     flush_first: bool,
     /// Work handed to the thread and not yet finished.
     in_progress: bool,
+    /// What the set gained since the spool last took it ([`spool`]; only when spooling).
+    unspooled: Vec<Record>,
 }
 
 #[derive(Debug, Default)]
@@ -80,12 +84,18 @@ pub struct RepairCounts {
 pub struct Repair {
     servers: Vec<ServerRepair>,
     max_keys: usize,
+    /// Whether the sets are spooled to disk (records are kept for [`spool::Spool`]).
+    spooling: AtomicBool,
 }
 
 impl Repair {
     /// Repair state for every server id; at most `max_keys` keys wait per server.
     pub fn new(max_keys: usize) -> Repair {
-        Repair { servers: (0..MAX_SERVER_IDS).map(|_| ServerRepair::default()).collect(), max_keys: max_keys.max(1) }
+        Repair {
+            servers: (0..MAX_SERVER_IDS).map(|_| ServerRepair::default()).collect(),
+            max_keys: max_keys.max(1),
+            spooling: AtomicBool::new(false),
+        }
     }
 
     /// Whether `server` is being repaired: reads avoid it and writes are not sent to it.
@@ -109,12 +119,65 @@ impl Repair {
                 pending.members.clear();
                 pending.resync = true;
                 pending.flush_first = true;
+                self.spool(&mut pending, Record::FlushAndResync);
             }
             return;
         }
         pending.members.insert(key.to_vec());
         pending.order.push_back(key.to_vec());
         s.queued.fetch_add(1, Ordering::Relaxed);
+        self.spool(&mut pending, Record::Key(key.to_vec()));
+    }
+
+    fn spool(&self, pending: &mut Pending, record: Record) {
+        if self.spooling.load(Ordering::Relaxed) {
+            pending.unspooled.push(record);
+        }
+    }
+
+    /// From now on the sets' changes are kept for the spool.
+    pub(crate) fn spool_records(&self) {
+        self.spooling.store(true, Ordering::Relaxed);
+    }
+
+    /// A record read back from the spool at start.
+    pub(crate) fn replay(&self, server: usize, record: Record) {
+        match record {
+            Record::Key(key) => self.missed(server, &key),
+            Record::Resync => self.restarted(server),
+            Record::FlushAndResync => {
+                let s = &self.servers[server];
+                let mut pending = s.pending.lock().expect("repair state");
+                s.repairing.store(true, Ordering::Release);
+                pending.order.clear();
+                pending.members.clear();
+                pending.resync = true;
+                pending.flush_first = true;
+                self.spool(&mut pending, Record::FlushAndResync);
+            }
+        }
+    }
+
+    /// What `server`'s set gained since the last call, and whether it is being repaired (both
+    /// read at once: a server not being repaired has nothing that still needs its spool).
+    pub(crate) fn take_records(&self, server: usize) -> (Vec<Record>, bool) {
+        let s = &self.servers[server];
+        let mut pending = s.pending.lock().expect("repair state");
+        (std::mem::take(&mut pending.unspooled), s.repairing.load(Ordering::Acquire))
+    }
+
+    /// Everything `server` still needs, as records (a spool rewritten without duplicates).
+    pub(crate) fn snapshot(&self, server: usize) -> Vec<Record> {
+        let s = &self.servers[server];
+        let mut pending = s.pending.lock().expect("repair state");
+        pending.unspooled.clear();
+        let mut records = Vec::with_capacity(pending.order.len() + 1);
+        if pending.resync || pending.in_progress {
+            // Work in progress may be a resync: keeping one more is safe, losing one is not.
+            records.push(if pending.flush_first { Record::FlushAndResync } else { Record::Resync });
+        }
+        records.extend(pending.order.iter().cloned().map(Record::Key));
+        records
     }
 
     /// `server` restarted empty: copy every key it should hold back to it.
@@ -123,6 +186,7 @@ impl Repair {
         let mut pending = s.pending.lock().expect("repair state");
         s.repairing.store(true, Ordering::Release);
         pending.resync = true;
+        self.spool(&mut pending, Record::Resync);
     }
 
     /// The next piece of work for `server`, if any (marked in progress until [`Repair::done`]).

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use memrelay_protocol::{compose, Command, Expect, Status};
 
+use super::spool::Spool;
 use super::Work;
 use crate::engine::pool::server::ServerConn;
 use crate::generation::{Current, Generation};
@@ -39,14 +40,16 @@ pub(crate) fn run(
     current: Arc<Current>,
     shutdown: Arc<AtomicBool>,
     max_value_len: usize,
+    mut spool: Option<Spool>,
 ) {
     let mut thread = RepairThread { health, registry, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
     let mut restarts_seen = vec![0u64; MAX_SERVER_IDS];
     let mut was_repairing = vec![false; MAX_SERVER_IDS];
+    let mut spool_failures = SpoolFailures::default();
     let health = Arc::clone(&thread.health);
     while !shutdown.load(Ordering::Acquire) {
         let generation = current.get();
-        let repairs = generation.router.write_policy().repairs();
+        let repairs = generation.router.repairs();
         let repair = health.repair();
         let mut busy = false;
         for &server in &generation.servers {
@@ -57,6 +60,11 @@ pub(crate) fn run(
                 restarts_seen[server] = restarts;
                 if repairs {
                     repair.restarted(server);
+                }
+            }
+            if let Some(spool) = &mut spool {
+                if let Err(error) = spool.sync(server, &thread.registry.name(server), repair) {
+                    spool_failures.note(&thread.registry.name(server), &error);
                 }
             }
             let repairing = repair.is_repairing(server);
@@ -83,6 +91,21 @@ pub(crate) fn run(
         }
         if !busy {
             thread::sleep(TICK);
+        }
+    }
+}
+
+/// A spool that cannot be written is logged once a minute at most (repair goes on in memory).
+#[derive(Default)]
+struct SpoolFailures {
+    last_logged: Option<Instant>,
+}
+
+impl SpoolFailures {
+    fn note(&mut self, server: &str, error: &std::io::Error) {
+        if self.last_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+            self.last_logged = Some(Instant::now());
+            eprintln!("memrelay: cannot write the repair spool of server {server}: {error} (repair goes on in memory)");
         }
     }
 }

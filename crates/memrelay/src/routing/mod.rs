@@ -13,7 +13,7 @@ pub mod ketama;
 
 use memrelay_protocol::{Command, Request};
 
-use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies, WritePolicy};
 use ketama::{Ring, RingServer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub struct Router {
     distribution: Distribution,
     replication: usize,
     read_from: ReadFrom,
-    write_policy: WritePolicy,
+    write_policies: WritePolicies,
     /// The ring also names the primary of a key for `gets`/`cas` with `--distribution all`.
     ring: Ring,
 }
@@ -85,13 +85,27 @@ impl Router {
             distribution: routing.distribution,
             replication: routing.replication,
             read_from: routing.read_from,
-            write_policy: routing.write_policy,
+            write_policies: routing.write_policies.clone(),
             ring,
         })
     }
 
-    pub fn write_policy(&self) -> WritePolicy {
-        self.write_policy
+    pub fn write_policies(&self) -> &WritePolicies {
+        &self.write_policies
+    }
+
+    /// Whether any key's write policy repairs replicas: then reads avoid the servers being
+    /// repaired ([`Router::route_avoiding`]).
+    pub fn repairs(&self) -> bool {
+        self.write_policies.repair()
+    }
+
+    /// The write policy of `request`: its key's route's for a keyed write, else the default.
+    pub fn write_policy_of(&self, request: &Request, buf: &[u8]) -> WritePolicy {
+        if self.write_policies.routes.is_empty() || !request.command.is_keyed_write() {
+            return self.write_policies.default;
+        }
+        self.write_policies.of(&placement_key(request, buf))
     }
 
     /// The route when no server is being repaired.
@@ -342,7 +356,7 @@ mod tests {
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: false,
-            write_policy: WritePolicy::All,
+            write_policies: WritePolicies::default(),
         };
         Router::new(&routing, &servers).unwrap()
     }
@@ -421,7 +435,7 @@ mod tests {
             replication: 2,
             read_from: ReadFrom::Primary,
             failover: false,
-            write_policy: WritePolicy::All,
+            write_policies: WritePolicies::default(),
         };
         let by_position = Router::new(&routing, &servers).unwrap();
         let by_id = Router::with_ids(&routing, &servers, vec![7, 3, 9]).unwrap();

@@ -41,7 +41,7 @@ impl EventLoop {
         }
         let router = &self.config.router;
         let repair = self.health.repair();
-        let plan = if router.write_policy().repairs() {
+        let plan = if router.repairs() {
             router.route_avoiding(&request, &entry.input, rr, &mut self.route, &|s| repair.is_repairing(s))
         } else {
             router.route(&request, &entry.input, rr, &mut self.route)
@@ -100,9 +100,9 @@ impl EventLoop {
             };
             let server = entry.targets[target];
             let expect = outgoing.expect();
-            let repairing = self.config.router.write_policy().repairs()
-                && request.command.is_keyed_write()
-                && self.health.repair().is_repairing(server);
+            let repairing = request.command.is_keyed_write()
+                && self.health.repair().is_repairing(server)
+                && self.config.router.write_policy_of(request, &entry.input).repairs();
             let upstream = &mut self.upstreams[server];
             self.recorder.server_request(server);
             if repairing {
@@ -187,7 +187,7 @@ impl EventLoop {
                 return self.send_to_targets(index, now, 1);
             }
         }
-        let policy = self.config.router.write_policy();
+        let policy = self.config.router.write_policy_of(request, &entry.input);
         if policy.repairs() && request.command.is_keyed_write() {
             let key = placement_key(request, &entry.input);
             for (&server, result) in entry.targets.iter().zip(&entry.results) {

@@ -119,7 +119,7 @@ impl Worker {
         let request = job.request.clone().expect("queued jobs carry a parsed request");
         let router = &self.generation.router;
         let repair = self.health.repair();
-        let plan = if router.write_policy().repairs() {
+        let plan = if router.repairs() {
             router.route_avoiding(&request, &job.input, job.rr, &mut self.route, &|s| repair.is_repairing(s))
         } else {
             router.route(&request, &job.input, job.rr, &mut self.route)
@@ -163,7 +163,7 @@ impl Worker {
         }
         let warming = self.warm_read(&request, &job.input, plan);
         job.times.last_reply = Instant::now();
-        let policy = self.generation.router.write_policy();
+        let policy = self.generation.router.write_policy_of(&request, &job.input);
         if policy.repairs() && request.command.is_keyed_write() {
             let key = placement_key(&request, &job.input);
             for (&server, result) in self.route.targets.iter().zip(&self.results) {
@@ -253,7 +253,8 @@ impl Worker {
         let outgoing = Outgoing { request, input, plan, stage, key_owner: &self.route.key_owner };
         let started = Instant::now();
         self.results.truncate(from);
-        let repairs = self.generation.router.write_policy().repairs() && request.command.is_keyed_write();
+        let repairs =
+            request.command.is_keyed_write() && self.generation.router.write_policy_of(request, input).repairs();
         for &target in &self.route.targets[from..] {
             self.scratch.clear();
             if repairs && self.health.repair().is_repairing(target) {
