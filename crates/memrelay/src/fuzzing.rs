@@ -133,8 +133,14 @@ fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
                 Plan::Forward(server) => vec![server],
                 _ => route.targets.clone(),
             };
-            let outgoing =
-                Outgoing { request: &request, input: &input, plan, stage: Stage::Request, key_owner: &route.key_owner };
+            let outgoing = Outgoing {
+                request: &request,
+                input: &input,
+                plan,
+                stage: Stage::Request,
+                key_owner: &route.key_owner,
+                touches: &route.touches,
+            };
             for &target in &targets {
                 composed.clear();
                 outgoing.compose_for(target, &mut composed);

@@ -1,7 +1,8 @@
 //! What real client libraries need beyond the replies `conformance` compares: a binary-protocol
 //! client is answered at once and closed instead of left waiting for a text line; `version`
 //! carries one `x.y.z` (clients parse it differently); `mg` takes its turn in the read round
-//! robin like `get` (with `--read-from any-replica` too); `cache_memlimit` reaches every server.
+//! robin like `get` (with `--read-from any-replica` too); `cache_memlimit` reaches every server;
+//! a `gat`/`gats` of many keys changes the expiry of every copy, as it does on one memcached.
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
@@ -23,6 +24,7 @@ macro_rules! suite {
                 meta_gets_take_turns_over_the_servers,
                 meta_gets_take_turns_over_the_replicas,
                 cache_memlimit_reaches_every_server,
+                multi_key_gat_touches_every_replica_of_every_key,
             );
         )*
 
@@ -163,5 +165,53 @@ fn cache_memlimit_reaches_every_server(engine: &str) {
         let settings = server.client().request(b"stats settings\r\n", b"END\r\n");
         let settings = String::from_utf8(settings).unwrap();
         assert!(settings.contains("STAT maxbytes 104857600\r\n"), "{settings}");
+    }
+}
+
+/// The remaining time to live of `key` on `server` (`mg <key> t`: -1 is never), or None if absent.
+fn ttl_on(server: &Memcached, key: &str) -> Option<i64> {
+    let reply = String::from_utf8(server.client().request(format!("mg {key} t\r\n").as_bytes(), b"\r\n")).unwrap();
+    if reply == "EN\r\n" {
+        return None;
+    }
+    let ttl = reply.trim_end().split(' ').find_map(|flag| flag.strip_prefix('t'));
+    Some(ttl.unwrap_or_else(|| panic!("{reply}")).parse().unwrap())
+}
+
+fn multi_key_gat_touches_every_replica_of_every_key(engine: &str) {
+    const KEYS: [&str; 6] = ["k0", "k1", "k2", "k3", "k4", "k5"];
+    let gat = format!("gat 1000 {}\r\n", KEYS.join(" "));
+    let expire = format!("gats -1 {}\r\n", KEYS.join(" "));
+    // One memcached, the reference: its reply, and every key's new time to live.
+    let reference = Memcached::start();
+    for key in KEYS {
+        reference.set_raw(key, key.as_bytes());
+    }
+    let expected = reference.client().get_reply(&gat);
+    assert!(KEYS.iter().all(|k| ttl_on(&reference, k).is_some_and(|t| (990..=1000).contains(&t))));
+
+    // Every key on every server, and each key on two of four.
+    for (servers, args) in [(3, &[][..]), (4, &["--distribution", "ketama", "--replication", "2"][..])] {
+        let servers: Vec<Memcached> = (0..servers).map(|_| Memcached::start()).collect();
+        let refs: Vec<&Memcached> = servers.iter().collect();
+        let relay = Memrelay::start(engine, &refs, args);
+        let mut client = relay.client();
+        for key in KEYS {
+            assert_eq!(client.set(key, key.as_bytes()), "STORED\r\n");
+        }
+        assert_eq!(show(&client.get_reply(&gat)), show(&expected), "{args:?}");
+        for key in KEYS {
+            let ttls: Vec<Option<i64>> = servers.iter().map(|s| ttl_on(s, key)).collect();
+            let copies: Vec<i64> = ttls.iter().flatten().copied().collect();
+            assert!(!copies.is_empty() && copies.iter().all(|t| (990..=1000).contains(t)), "{key} {args:?}: {ttls:?}");
+        }
+        // A negative time expires the items at once: memcached answers the values, then has none.
+        let reply = client.get_reply(&expire);
+        assert_eq!(parse_values(&reply).len(), KEYS.len(), "{}", show(&reply));
+        assert!(KEYS.iter().all(|k| ttl_on(&reference, k).is_some()), "the reference still has them here");
+        for key in KEYS {
+            assert!(servers.iter().all(|s| ttl_on(s, key).is_none()), "{key} {args:?} survived somewhere");
+            assert_eq!(client.get(key), vec![], "{key}");
+        }
     }
 }

@@ -63,10 +63,12 @@ impl Finished<'_> {
             return outcome;
         }
         let chosen = if self.plan == Plan::Split {
-            // The first target whose reply is an error or whose exchange failed, if any.
+            // The first target answering keys whose reply is an error or whose exchange failed,
+            // if any (a server that only touched keys for a `gat` does not fail it).
+            let answers_keys = |i: usize| self.key_owner.contains(&self.targets[i]);
             (0..self.targets.len()).find(|&i| match answer(i) {
-                Answer::Replied(reply, _) => reply.status.is_error(),
-                Answer::Failed(_) => true,
+                Answer::Replied(reply, _) => reply.status.is_error() && answers_keys(i),
+                Answer::Failed(_) => answers_keys(i),
             })
         } else {
             let statuses = (0..self.targets.len()).map(|i| match answer(i) {

@@ -36,6 +36,9 @@ pub(crate) struct Outgoing<'a> {
     pub stage: Stage,
     /// For a split: the server of each key.
     pub key_owner: &'a [usize],
+    /// For a split `gat`: the keys each server touches without answering them
+    /// ([`crate::routing::RouteBuf::touches`]).
+    pub touches: &'a [(usize, usize)],
 }
 
 impl Outgoing<'_> {
@@ -59,7 +62,16 @@ impl Outgoing<'_> {
             let keys = request.keys(self.input).zip(self.key_owner).filter(|(_, &owner)| owner == server);
             let keys = keys.map(|(key, _)| key);
             match request.command {
-                c @ (Command::Gat | Command::Gats) => compose::retrieval_touching(out, c, request.exptime, keys),
+                c @ (Command::Gat | Command::Gats) if self.touches.is_empty() => {
+                    compose::retrieval_touching(out, c, request.exptime, keys)
+                }
+                c @ (Command::Gat | Command::Gats) => {
+                    // The keys it answers first, in order, then the ones it only touches: the
+                    // coalescing reads its answers at the front and never reaches the rest.
+                    let all: Vec<&[u8]> = request.keys(self.input).collect();
+                    let touched = self.touches.iter().filter(|&&(_, s)| s == server).map(|&(i, _)| all[i]);
+                    compose::retrieval_touching(out, c, request.exptime, keys.chain(touched))
+                }
                 c => compose::retrieval(out, c, keys),
             }
         } else {
@@ -127,7 +139,7 @@ mod tests {
         let stage = if copying { Stage::Copies } else { Stage::Request };
         let Parse::Complete(request) = parse_request(line, &Limits::default()) else { panic!("{line:?}") };
         let mut out = Vec::new();
-        Outgoing { request: &request, input: line, plan, stage, key_owner }.compose_for(server, &mut out);
+        Outgoing { request: &request, input: line, plan, stage, key_owner, touches: &[] }.compose_for(server, &mut out);
         out
     }
 
@@ -153,6 +165,30 @@ mod tests {
     }
 
     #[test]
+    fn a_split_gat_asks_each_server_its_keys_then_the_keys_it_only_touches() {
+        let line = b"gat 30 a b c\r\n";
+        let Parse::Complete(request) = parse_request(line, &Limits::default()) else { panic!() };
+        // a and c answered by 0, b by 1; every key's other copy is on the other server.
+        let (owners, touches) = ([0, 1, 0], [(0, 1), (1, 0), (2, 1)]);
+        let outgoing = |server| {
+            let mut out = Vec::new();
+            let plan = Plan::Split;
+            Outgoing {
+                request: &request,
+                input: line,
+                plan,
+                stage: Stage::Request,
+                key_owner: &owners,
+                touches: &touches,
+            }
+            .compose_for(server, &mut out);
+            out
+        };
+        assert_eq!(outgoing(0), b"gat 30 a c b\r\n");
+        assert_eq!(outgoing(1), b"gat 30 b a c\r\n");
+    }
+
+    #[test]
     fn copies_keep_what_changes_the_item_and_quiet_mode_is_removed() {
         let copy = |line: &[u8]| composed(line, Plan::PrimaryFirst, true, &[], 0);
         assert_eq!(copy(b"ms k 1 C5 T9 F3 q k Oab c I\r\nx\r\n"), b"ms k 1 T9 F3\r\nx\r\n");
@@ -173,6 +209,7 @@ mod tests {
                 plan: Plan::Replicate,
                 stage: Stage::Request,
                 key_owner: &[],
+                touches: &[],
             };
             outgoing.compose_for(0, &mut out);
             out

@@ -40,6 +40,9 @@ pub struct RouteBuf {
     pub targets: Vec<usize>,
     /// For `Split`: the server of each key, in key order.
     pub key_owner: Vec<usize>,
+    /// For a `Split` multi-key `gat`/`gats`: (key index, server) for each replica of a key other
+    /// than the one answering it; those servers touch the key too, and their values are ignored.
+    pub touches: Vec<(usize, usize)>,
     replicas: Vec<usize>,
 }
 
@@ -126,6 +129,7 @@ impl Router {
     ) -> Plan {
         out.targets.clear();
         out.key_owner.clear();
+        out.touches.clear();
         if crate::client::local::is_local(request, buf) {
             return Plan::Local;
         }
@@ -172,13 +176,28 @@ impl Router {
                 lead_with_unrepaired(&mut out.targets, repairing);
                 Self::primary_first(out)
             }
-            // Several keys: each key's primary (the replicas keep their expiry; README).
+            // Several keys: each key's primary answers it, and its other replicas touch it in the
+            // same exchange (after the keys they answer: `relay::rewrite`).
             Command::Gat | Command::Gats => {
-                for key in request.keys(buf) {
+                for (i, key) in request.keys(buf).enumerate() {
                     let owner = self.primary_avoiding(key, repairing, &mut out.replicas);
                     out.key_owner.push(owner);
+                    self.write_targets(key, &mut out.replicas);
+                    out.touches.extend(out.replicas.iter().filter(|&&s| s != owner).map(|&s| (i, s)));
                 }
-                self.split_by_owner(out)
+                let plan = self.split_by_owner(out);
+                if out.touches.is_empty() {
+                    return plan;
+                }
+                if let Plan::Forward(owner) = plan {
+                    out.targets.push(owner);
+                }
+                for &(_, server) in &out.touches {
+                    if !out.targets.contains(&server) {
+                        out.targets.push(server);
+                    }
+                }
+                Plan::Split
             }
             Command::Cas => {
                 self.write_targets(request.key(buf), &mut out.targets);

@@ -51,6 +51,8 @@ impl EventLoop {
         entry.targets.extend_from_slice(&self.route.targets);
         entry.key_owner.clear();
         entry.key_owner.extend_from_slice(&self.route.key_owner);
+        entry.touches.clear();
+        entry.touches.extend_from_slice(&self.route.touches);
         let (noreply, quit) = (request.noreply, request.command == Command::Quit);
         entry.request = Some(request);
         match plan {
@@ -97,6 +99,7 @@ impl EventLoop {
                 plan: entry.plan,
                 stage: entry.stage,
                 key_owner: &entry.key_owner,
+                touches: &entry.touches,
             };
             let server = entry.targets[target];
             let expect = outgoing.expect();
@@ -233,6 +236,7 @@ impl EventLoop {
         entry.targets.push(server);
         entry.first_target = server;
         entry.key_owner.clear();
+        entry.touches.clear();
         entry.times = Timestamps::at(now);
         self.send_to_targets(index, now, 0);
     }

@@ -35,6 +35,7 @@ pub(crate) struct InFlight {
     pub plan: Plan,
     pub targets: Vec<usize>,
     pub key_owner: Vec<usize>,
+    pub touches: Vec<(usize, usize)>,
     pub results: Vec<TargetResult>,
     /// Each target's reply bytes.
     pub bodies: Vec<Vec<u8>>,
@@ -68,6 +69,7 @@ impl InFlight {
             plan: Plan::Local,
             targets: Vec::new(),
             key_owner: Vec::new(),
+            touches: Vec::new(),
             results: Vec::new(),
             bodies: Vec::new(),
             cursors: Vec::new(),

@@ -250,7 +250,8 @@ impl Worker {
     /// Sends each target in `self.route.targets[from..]` its bytes, then reads every reply;
     /// `self.results[i]` says how target i went (the results before `from` are kept).
     fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, stage: Stage, deadline: Instant, from: usize) {
-        let outgoing = Outgoing { request, input, plan, stage, key_owner: &self.route.key_owner };
+        let outgoing =
+            Outgoing { request, input, plan, stage, key_owner: &self.route.key_owner, touches: &self.route.touches };
         let started = Instant::now();
         self.results.truncate(from);
         let repairs =
