@@ -2,7 +2,8 @@
 //! client is answered at once and closed instead of left waiting for a text line; `version`
 //! carries one `x.y.z` (clients parse it differently); `mg` takes its turn in the read round
 //! robin like `get` (with `--read-from any-replica` too); `cache_memlimit` reaches every server;
-//! a `gat`/`gats` of many keys changes the expiry of every copy, as it does on one memcached.
+//! a `gat`/`gats` of many keys changes the expiry of every copy, as it does on one memcached; a
+//! stale item's win flag goes to one reader of many, across replicas, as on one memcached.
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
@@ -25,6 +26,7 @@ macro_rules! suite {
                 meta_gets_take_turns_over_the_replicas,
                 cache_memlimit_reaches_every_server,
                 multi_key_gat_touches_every_replica_of_every_key,
+                a_stale_item_has_one_winner_across_replicas,
             );
         )*
 
@@ -213,5 +215,51 @@ fn multi_key_gat_touches_every_replica_of_every_key(engine: &str) {
             assert!(servers.iter().all(|s| ttl_on(s, key).is_none()), "{key} {args:?} survived somewhere");
             assert_eq!(client.get(key), vec![], "{key}");
         }
+    }
+}
+
+/// The flags of each of `readers` concurrent `mg <key> v` (one connection each) to `addr`
+/// after `md <key> I` made the item stale.
+fn stale_readers(addr: &str, readers: usize) -> Vec<Vec<String>> {
+    let mut writer = Client::connect(addr);
+    assert_eq!(writer.set("k", b"v"), "STORED\r\n");
+    assert_eq!(writer.line(b"md k I\r\n"), "HD\r\n");
+    let threads: Vec<_> = (0..readers)
+        .map(|_| {
+            let addr = addr.to_string();
+            std::thread::spawn(move || {
+                let mut client = Client::connect(&addr);
+                let line = String::from_utf8(client.request(b"mg k v\r\n", b"\r\n")).unwrap();
+                assert!(line.starts_with("VA 1 "), "{line}");
+                assert_eq!(client.read_line(), b"v\r\n");
+                line.split_whitespace().skip(2).map(str::to_string).collect::<Vec<String>>()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn winners(flags: &[Vec<String>]) -> usize {
+    flags.iter().filter(|f| f.iter().any(|x| x == "W")).count()
+}
+
+fn a_stale_item_has_one_winner_across_replicas(engine: &str) {
+    const READERS: usize = 12;
+    let reference = Memcached::start();
+    let flags = stale_readers(&reference.addr(), READERS);
+    // memcached: one W, every other reader Z, all of them X.
+    assert_eq!(winners(&flags), 1, "{flags:?}");
+    assert!(flags.iter().all(|f| f.contains(&"X".to_string())), "{flags:?}");
+    assert_eq!(flags.iter().filter(|f| f.contains(&"Z".to_string())).count(), READERS - 1, "{flags:?}");
+    for args in [&[][..], &["--distribution", "ketama", "--replication", "3", "--read-from", "any-replica"][..]] {
+        let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+        let refs: Vec<&Memcached> = servers.iter().collect();
+        let relay = Memrelay::start(engine, &refs, args);
+        let through = stale_readers(&relay.addr(), READERS);
+        assert_eq!(winners(&through), 1, "{args:?}: {through:?}");
+        assert!(through.iter().all(|f| f.contains(&"X".to_string())), "{through:?}");
+        // The readers were spread over the replicas (each server's own counters).
+        let read: Vec<u64> = servers.iter().map(|s| s.stats()["cmd_get"]).collect();
+        assert!(read.iter().filter(|&&n| n > 0).count() > 1, "{args:?}: {read:?}");
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod reply;
 pub(crate) mod rewrite;
 pub(crate) mod stats;
 pub(crate) mod warm;
+pub(crate) mod win;
 
 /// The server a failed read tries next: the key's replicas in ring order after the one tried
 /// first, each once (the same order ketama moves a lost server's keys in). `attempt` counts the

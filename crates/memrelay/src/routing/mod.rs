@@ -305,7 +305,7 @@ impl Router {
 
     /// The key's first replica not being repaired (its primary when none is). Every memrelay
     /// with the same servers and the same servers under repair agrees on it.
-    fn primary_avoiding(&self, key: &[u8], repairing: &dyn Fn(usize) -> bool, scratch: &mut Vec<usize>) -> usize {
+    pub fn primary_avoiding(&self, key: &[u8], repairing: &dyn Fn(usize) -> bool, scratch: &mut Vec<usize>) -> usize {
         let primary = self.primary(key);
         if !repairing(primary) {
             return primary;

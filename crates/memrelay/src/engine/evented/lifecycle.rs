@@ -14,7 +14,7 @@ use crate::relay::failover_target;
 use crate::relay::failure::Failure;
 use crate::relay::reply::primary_took;
 use crate::relay::rewrite::{Outgoing, Stage};
-use crate::relay::warm;
+use crate::relay::{warm, win};
 use crate::routing::{placement_key, Plan};
 
 impl EventLoop {
@@ -158,6 +158,21 @@ impl EventLoop {
                 if let Some(next) = failover_target(&self.replicas, entry.first_target, usize::from(entry.attempts)) {
                     entry.targets[0] = next;
                     return self.send_to_targets(index, now, 0);
+                }
+            }
+        }
+        // A balanced mg a replica answered with win/stale flags: the primary's answer counts.
+        if entry.stage == Stage::Request && win::applies(request, entry.plan) {
+            if let TargetResult::Replied(reply) = entry.results[0] {
+                if win::carries_win_flags(&reply, &entry.bodies[0]) {
+                    let repair = self.health.repair();
+                    let key = placement_key(request, &entry.input);
+                    let primary =
+                        self.config.router.primary_avoiding(&key, &|s| repair.is_repairing(s), &mut self.replicas);
+                    if primary != entry.targets[0] {
+                        entry.targets[0] = primary;
+                        return self.send_to_targets(index, now, 0);
+                    }
                 }
             }
         }

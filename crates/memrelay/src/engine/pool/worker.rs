@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use memrelay_protocol::{Expect, Request};
@@ -20,6 +20,7 @@ use crate::relay::failure::Failure;
 use crate::relay::reply::{primary_took, Answer, Finished};
 use crate::relay::rewrite::{Outgoing, Stage};
 use crate::relay::warm::{self, Budget};
+use crate::relay::win;
 use crate::routing::{placement_key, Plan, RouteBuf};
 use crate::servers::Registry;
 use crate::settings::Settings;
@@ -161,6 +162,7 @@ impl Worker {
             }
             _ => {}
         }
+        self.win_read(&request, &job.input, plan, timeout);
         let warming = self.warm_read(&request, &job.input, plan);
         job.times.last_reply = Instant::now();
         let policy = self.generation.router.write_policy_of(&request, &job.input);
@@ -198,6 +200,26 @@ impl Worker {
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
         if let Some(cold) = warming {
             self.write_back(request.key(&job.input), cold);
+        }
+    }
+
+    /// A balanced mg a replica answered with win/stale flags is asked again of the key's primary,
+    /// whose answer counts ([`win`]).
+    fn win_read(&mut self, request: &Request, input: &[u8], plan: Plan, timeout: Duration) {
+        if !win::applies(request, plan) || self.results[0].is_err() {
+            return;
+        }
+        let server = self.route.targets[0];
+        let conn = &self.servers[server];
+        if !conn.last_reply().is_some_and(|reply| win::carries_win_flags(&reply, conn.input.pending())) {
+            return;
+        }
+        let repair = self.health.repair();
+        let key = placement_key(request, input);
+        let primary = self.generation.router.primary_avoiding(&key, &|s| repair.is_repairing(s), &mut self.replicas);
+        if primary != server {
+            self.route.targets[0] = primary;
+            self.exchange(request, input, plan, Stage::Request, Instant::now() + timeout, 0);
         }
     }
 
