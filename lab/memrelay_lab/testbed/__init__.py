@@ -9,7 +9,7 @@ not; `status` says what exists and whether it matches. Names: `_names`; network 
 """
 
 from ._lifecycle import HostPlan, down, read_state, require_root, status, up
-from ._links import NETEM_MISSING, interface_bytes
+from ._links import NETEM_MISSING
 from ._names import DEFAULT_PREFIX, DEFAULT_SUBNET, Names, TestbedError, testbed_dir
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "Names",
     "TestbedError",
     "down",
-    "interface_bytes",
     "read_state",
     "require_root",
     "status",

@@ -25,7 +25,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from ._names import Names, TestbedError
 
-__all__ = ["NETEM_MISSING", "add_host_link", "interface_bytes", "make_bridge", "our_links", "our_namespaces",
+__all__ = ["NETEM_MISSING", "add_host_link", "make_bridge", "namespace_pids", "our_links", "our_namespaces",
            "remove_link", "remove_namespace"]
 
 NETEM_MISSING = "this kernel has no netem (sch_netem); a delay cannot be emulated here"
@@ -126,13 +126,3 @@ def namespace_pids(name: str) -> list[int]:
         if (mine.st_dev, mine.st_ino) == (target.st_dev, target.st_ino):
             pids.append(int(entry))
     return pids
-
-
-def interface_bytes(name: str) -> tuple[int, int] | None:
-    """(bytes received, bytes sent) of a root-namespace interface, from the kernel's counters;
-    None when it does not exist. On a host's veth, received is what the host sent."""
-    base = Path("/sys/class/net") / name / "statistics"
-    try:
-        return int((base / "rx_bytes").read_text()), int((base / "tx_bytes").read_text())
-    except (OSError, ValueError):
-        return None
