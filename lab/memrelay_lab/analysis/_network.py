@@ -49,11 +49,19 @@ Derivation choices:
    other demands (or from the lowest population, ``demands="lowest"``); nothing is fitted to
    the throughput. A link carries the traffic of every middleware while each network here is
    one middleware's, so its demand per request of one middleware's network is M x D (the
-   link's utilization is then right; its response time is approximate for M > 1). A link's
-   transmission time at the calibration load is already inside the measured times (the
-   servers' time for a server host's link, the network delay for a client host's), so the
-   predicted response time counts it twice: D per link, small against the response time
-   under load, and the throughput bound 1 / D_max is unaffected.
+   link's utilization is then right; its response time is approximate for M > 1).
+   With ``demands="each"`` the links are *not* centres of the solved network: each
+   configuration's measured times already contain whatever the links made requests wait
+   (the servers' time for a server host's link, the network delay for a client host's), and
+   a link centre would count it again. They still enter the asymptotic bounds, and their
+   utilization (X D) competes for the bottleneck. With ``demands="lowest"`` they are centres:
+   the lowest population's times hold little link waiting, and without the links the model
+   would predict the other populations far past the link's capacity. There a link's
+   passage time at light load is counted on top of the measured times: on a wire its
+   transmission time is in them already; on the testbed's tbf, which lets packets through at
+   once while its bucket holds tokens, it is not in them at all. Either way the predicted
+   response time is too high at light load by up to the links' demands, and the throughput
+   bound 1 / D_max is unaffected.
 
 Predicted against measured, per middleware: X; response time of the net thread
 (measured: the residual R_mw - T_queue - T_service, or the split's net part), of the
@@ -112,11 +120,12 @@ class Demands:
         return build_centers(self, variant)
 
 
-def build_centers(demands: Demands, variant: str = "nested") -> list[Center]:
-    """The centers of one middleware's network (see the module docstring)."""
+def build_centers(demands: Demands, variant: str = "nested", links: bool = True) -> list[Center]:
+    """The centers of one middleware's network (see the module docstring); ``links=False``
+    leaves the link directions out."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    links = [Center.queue(name, demand) for name, demand in demands.links]
+    links = [Center.queue(name, demand) for name, demand in demands.links] if links else []
     if variant == "nested":
         return [
             Center.queue("net-thread", demands.net_thread),
@@ -278,10 +287,13 @@ def network_model(
             lowest = members.loc[members["clients"].astype(float).idxmin()]
             source = measured_demands(lowest)
             source = Demands(**{**source.__dict__, "population": own.population})
-        centers = build_centers(source, variant)
+        # Links are centres of the solved network only when the demands come from another
+        # population (module docstring, 7); the bounds always see them.
+        every_center = build_centers(source, variant)
+        centers = every_center if demands == "lowest" else build_centers(source, variant, links=False)
         population = source.population
         result = mva(centers, population, 0.0)
-        bounds = asymptotic_bounds(centers, 0.0, population)
+        bounds = asymptotic_bounds(every_center, 0.0, population)
         names = result.center_names
         at_n = population - 1
 
@@ -304,7 +316,9 @@ def network_model(
         else:
             waiting_seen = 0.0
         utilizations = {"net-thread": utilization("net-thread"), "workers": utilization("workers")}
-        utilizations.update({name: utilization(name) for name, _ in source.links})
+        x_here = float(result.throughput[at_n])
+        utilizations.update({name: utilization(name) if name in names else x_here * demand
+                             for name, demand in source.links})
         middlewares = int(row["middlewares"])
         measured_net = (
             float(row["mw_net_ms"])
