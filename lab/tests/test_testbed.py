@@ -134,8 +134,8 @@ workload = "read-only"
 value_size = 1024
 keys = 1000
 repetitions = 1
-test_time = 4
-warmup = 1
+test_time = 6
+warmup = 2
 cooldown = 1
 memcached_memory_mb = 64
 hosts = "testbed"
@@ -189,7 +189,8 @@ def test_the_shaped_link_bounds_throughput_and_the_model_predicts_it(shaped_run)
     # Bytes per request on the server's link, as the kernel counted them on its veth (every
     # header and acknowledgement): the replies go from s1, the requests to it.
     bytes_from = saturated["link:s1:from_bytes_per_request"]
-    assert 1024 < bytes_from < 1400 and saturated["link:s1:to_bytes_per_request"] < 200
+    assert 1024 < bytes_from < 1400 and saturated["link:s1:to_bytes_per_request"] < 200, (
+        bytes_from, saturated["link:s1:to_bytes_per_request"], saturated["throughput"])
     bound = RATE_MBIT * 1e6 / 8 / bytes_from
     assert abs(saturated["throughput"] - bound) <= 0.10 * bound, (saturated["throughput"], bound)
     # The model's demands come from the one-client configuration only (demands="lowest"):
@@ -286,7 +287,7 @@ def test_status_names_leftovers_and_down_removes_them_without_a_state_file(testb
 
 # ---------------------------------------------------------------- the lab killed mid-run (last: it takes the testbed down)
 
-LONG = SHAPED.replace("clients_per_thread = [1, 16]", "clients_per_thread = 4").replace("test_time = 4",
+LONG = SHAPED.replace("clients_per_thread = [1, 16]", "clients_per_thread = 4").replace("test_time = 6",
                                                                                           "test_time = 60")
 
 
