@@ -22,7 +22,7 @@ from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
 from ._per_server_load import process_utilization, queue_length_series, server_load
 from ._server_visits import server_centers, server_demands, server_network, visit_ratios
-from ._network import Demands, NetworkModel, build_centers, measured_demands, network_model
+from ._network import Demands, NetworkModel, build_centers, link_columns, link_demands, measured_demands, network_model
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
@@ -91,6 +91,8 @@ __all__ = [
     "models_from_summary",
     "net_thread_utilization_checks",
     "network_model",
+    "link_columns",
+    "link_demands",
     "predict_configurations",
     "predictions_frame",
 ]

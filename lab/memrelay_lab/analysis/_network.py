@@ -40,6 +40,29 @@ Derivation choices:
    population of the group (a true prediction, but blind to service times that grow with
    load).
 
+7. **Links** (issue 22). Where the experiment knows a host's link rate (the testbed's tc
+   shaping, or ``link_mbit`` of a host in ``[hosts]``) and the run counted the bytes through
+   that link (the testbed's veth counters: every header and acknowledgement included), each
+   direction of the link is a queue (one server: a link sends one frame at a time) with
+   D = bytes per request through it x 8 / rate: ``link to H`` (what the host receives) and
+   ``link from H`` (what it sends). The bytes per request come from the same run as the
+   other demands (or from the lowest population, ``demands="lowest"``); nothing is fitted to
+   the throughput. A link carries the traffic of every middleware while each network here is
+   one middleware's, so its demand per request of one middleware's network is M x D (the
+   link's utilization is then right; its response time is approximate for M > 1).
+   With ``demands="each"`` the links are *not* centres of the solved network: each
+   configuration's measured times already contain whatever the links made requests wait
+   (the servers' time for a server host's link, the network delay for a client host's), and
+   a link centre would count it again. They still enter the asymptotic bounds, and their
+   utilization (X D) competes for the bottleneck. With ``demands="lowest"`` they are centres:
+   the lowest population's times hold little link waiting, and without the links the model
+   would predict the other populations far past the link's capacity. There a link's
+   passage time at light load is counted on top of the measured times: on a wire its
+   transmission time is in them already; on the testbed's tbf, which lets packets through at
+   once while its bucket holds tokens, it is not in them at all. Either way the predicted
+   response time is too high at light load by up to the links' demands, and the throughput
+   bound 1 / D_max is unaffected.
+
 Predicted against measured, per middleware: X; response time of the net thread
 (measured: the residual R_mw - T_queue - T_service, or the split's net part), of the
 worker pool's queue wait (measured: T_queue; predicted: the pool's residence minus its
@@ -50,13 +73,15 @@ total (measured: R_client); the utilization of the net thread and the worker poo
 the request queue length (measured: memrelay's mean length seen on enqueue; predicted:
 jobs waiting for a worker, Q_workers - X D_workers, at population N - 1 because an
 arriving request sees the network with itself removed: the arrival theorem). The
-bottleneck is the center with the highest predicted utilization at N (seed 000 §7.4.2);
+bottleneck is the center with the highest predicted utilization at N (seed 000 §7.4.2),
+a link among them;
 the asymptotic bottleneck (largest demand per server) and knee N* come with it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -68,7 +93,7 @@ from ..theory import Center, asymptotic_bounds, mva
 
 from ._inputs import MS, check_table, config_columns_of, population_groups
 
-__all__ = ["Demands", "NetworkModel", "build_centers", "measured_demands", "network_model"]
+__all__ = ["Demands", "NetworkModel", "build_centers", "link_columns", "link_demands", "measured_demands", "network_model"]
 
 VARIANTS = ("nested", "seed")
 DEMAND_SOURCES = ("each", "lowest")
@@ -87,27 +112,54 @@ class Demands:
     workers: int
     population: int
     split_measured: bool
+    #: (centre name, demand in seconds per request of this middleware's network) per link
+    #: direction whose rate and bytes are known (module docstring, 7).
+    links: tuple[tuple[str, float], ...] = ()
 
     def centers(self, variant: str = "nested") -> list[Center]:
         return build_centers(self, variant)
 
 
-def build_centers(demands: Demands, variant: str = "nested") -> list[Center]:
-    """The centers of one middleware's network (see the module docstring)."""
+def build_centers(demands: Demands, variant: str = "nested", links: bool = True) -> list[Center]:
+    """The centers of one middleware's network (see the module docstring); ``links=False``
+    leaves the link directions out."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    links = [Center.queue(name, demand) for name, demand in demands.links] if links else []
     if variant == "nested":
         return [
             Center.queue("net-thread", demands.net_thread),
             Center.multi_server("workers", demands.workers_own + demands.servers, demands.workers),
             Center.delay("network", demands.network),
+            *links,
         ]
     return [
         Center.queue("net-thread", demands.net_thread),
         Center.multi_server("workers", demands.workers_own, demands.workers),
         Center.delay("servers", demands.servers),
         Center.delay("network", demands.network),
+        *links,
     ]
+
+
+_LINK_BYTES = re.compile(r"^link:(?P<host>.+):(?P<direction>to|from)_bytes_per_request$")
+
+
+def link_demands(row: pd.Series, middlewares: int = 1) -> tuple[tuple[str, float], ...]:
+    """Each link direction with a known rate and measured bytes: (``link to H`` or ``link
+    from H``, seconds per request of one middleware's network = M x bytes x 8 / rate)."""
+    found = []
+    for column in row.index:
+        match = _LINK_BYTES.match(str(column))
+        if match is None:
+            continue
+        rate = row.get(f"link:{match['host']}:rate_mbit", math.nan)
+        per_request = row[column]
+        if rate is None or per_request is None or not (np.isfinite(rate) and np.isfinite(per_request)) or rate <= 0:
+            continue
+        found.append((f"link {match['direction']} {match['host']}",
+                      middlewares * float(per_request) * 8 / (float(rate) * 1e6)))
+    return tuple(sorted(found))
 
 
 @dataclass(frozen=True)
@@ -166,7 +218,8 @@ class NetworkModel:
                 "configurations": [
                     {
                         "configuration": {c: plain(row[c]) for c in self.config_columns},
-                        "demands_ms": {k: row[k] for k in _DEMAND_COLUMNS},
+                        "demands_ms": {**{k: row[k] for k in _DEMAND_COLUMNS},
+                                       **{k: row[k] for k in row.index if _is_link_column(k) and pd.notna(row[k])}},
                         "population_per_middleware": row["population"],
                         "bottleneck": row["bottleneck"],
                         "asymptotic_bottleneck": row["asymptotic_bottleneck"],
@@ -203,6 +256,7 @@ def measured_demands(row: pd.Series) -> Demands:
         workers=int(row["workers"]),
         population=population,
         split_measured=bool(split),
+        links=link_demands(row, middlewares),
     )
 
 
@@ -233,10 +287,13 @@ def network_model(
             lowest = members.loc[members["clients"].astype(float).idxmin()]
             source = measured_demands(lowest)
             source = Demands(**{**source.__dict__, "population": own.population})
-        centers = build_centers(source, variant)
+        # Links are centres of the solved network only when the demands come from another
+        # population (module docstring, 7); the bounds always see them.
+        every_center = build_centers(source, variant)
+        centers = every_center if demands == "lowest" else build_centers(source, variant, links=False)
         population = source.population
         result = mva(centers, population, 0.0)
-        bounds = asymptotic_bounds(centers, 0.0, population)
+        bounds = asymptotic_bounds(every_center, 0.0, population)
         names = result.center_names
         at_n = population - 1
 
@@ -259,6 +316,9 @@ def network_model(
         else:
             waiting_seen = 0.0
         utilizations = {"net-thread": utilization("net-thread"), "workers": utilization("workers")}
+        x_here = float(result.throughput[at_n])
+        utilizations.update({name: utilization(name) if name in names else x_here * demand
+                             for name, demand in source.links})
         middlewares = int(row["middlewares"])
         measured_net = (
             float(row["mw_net_ms"])
@@ -275,6 +335,7 @@ def network_model(
             "servers_ms": source.servers / MS,
             "network_ms": source.network / MS,
             "workers_demand_ms": workers_demand / MS,
+            **{f"{name}_ms": demand / MS for name, demand in source.links},
         }
         demand_rows.append(
             {**shared, "worker_threads": source.workers, "split_measured": source.split_measured}
@@ -283,6 +344,7 @@ def network_model(
             {
                 **shared,
                 "bottleneck": max(utilizations, key=utilizations.__getitem__),
+                "bottleneck_utilization_predicted": max(utilizations.values()),
                 "asymptotic_bottleneck": bounds.bottleneck,
                 "knee_population": bounds.knee_population,
                 "system_throughput_predicted": x * middlewares,
@@ -327,6 +389,15 @@ def network_model(
         comparison=pd.DataFrame(comparison_rows),
         notes=tuple(notes),
     )
+
+
+def _is_link_column(name: object) -> bool:
+    """A link direction's demand column of `demands` and `comparison` (``link to H_ms``)."""
+    return isinstance(name, str) and name.startswith("link ") and name.endswith("_ms")
+
+
+def link_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if _is_link_column(c)]
 
 
 def _clean(difference: float) -> float:

@@ -9,6 +9,8 @@ Subcommands (each in its own module, registered by its `add_*_parser`):
     memrelay-lab run FILE [--out DIR] [--profile quick] [--resume] [--dry-run]   (see _run)
     memrelay-lab report RESULTS [--out DIR] [--level 0.95] [--tolerance 0.1] [--think-time MS]
     memrelay-lab check RESULTS [--format json|table] [--tolerance 0.1] [--target 0.05]   (exit 1: a check failed)
+    memrelay-lab testbed up --hosts N|NAMES [--rate-mbit R] [--host-rate NAME=R] ...   (see _testbed)
+    memrelay-lab testbed down | status [--format json]
     memrelay-lab model build RESULTS [--variant nested|seed] [--demands each|lowest]
                                      [--service-rate service-time|peak]
 
@@ -49,6 +51,7 @@ from ._model import add_model_parser
 from ._output import PROG, CliError, one_line
 from ._report import add_report_parser
 from ._run import add_run_parser
+from ._testbed import add_testbed_parser
 
 __all__ = ["build_parser", "main"]
 
@@ -77,4 +80,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(subparsers)  # `run`: execute an experiment design (_run.py)
     add_report_parser(subparsers)
     add_check_parser(subparsers)
+    add_testbed_parser(subparsers)  # `testbed up|down|status` (_testbed.py)
     return parser

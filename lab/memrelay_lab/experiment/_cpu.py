@@ -13,6 +13,9 @@ snapshots a quarter of a second inside that interval (``network_interval_unix``)
 interval's ends connections may still be opening or already closing (a run without warm-up or
 cool-down ends when the load generator disconnects), and a closed socket's counters are gone.
 cpu.json holds each process's ``received_bytes`` and ``sent_bytes`` over that interval.
+At the same two snapshots the byte counters of the hosts' links are read where the lab has
+them (`_link_bytes`, the testbed's veths): cpu.json's ``links`` holds per host
+``to_host_bytes`` and ``from_host_bytes`` over that interval.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import psutil
 
+from ._link_bytes import link_bytes
 from ._tcp_bytes import tcp_bytes
 
 __all__ = ["CpuSampler", "machine_cores", "role_of", "thread_role"]
@@ -100,9 +104,12 @@ class CpuSampler:
     pids: dict[str, int]
     start: float
     end: float
+    #: Host name -> the lab's interface carrying that host's link (`_link_bytes`).
+    links: dict[str, str] = field(default_factory=dict)
     _first: _Snapshot | None = None
     _last: _Snapshot | None = None
     _network: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
+    _links: list[dict[str, tuple[int, int]]] = field(default_factory=list, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -126,6 +133,7 @@ class CpuSampler:
 
     def _take_network(self) -> None:
         self._network.append(tcp_bytes(self.pids))
+        self._links.append(link_bytes(self.links))
 
     def finish(self) -> dict | None:
         """Waits for the last snapshot (the load has ended by then); None if one is missing."""
@@ -156,6 +164,12 @@ class CpuSampler:
                     record = processes.setdefault(name, {"role": role_of(name)})
                     record["received_bytes"], record["sent_bytes"] = received, sent
         document = {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
+        if len(self._links) == 2:
+            before_links, after_links = self._links
+            document["links"] = {
+                host: {"to_host_bytes": after_links[host][0] - before_links[host][0],
+                       "from_host_bytes": after_links[host][1] - before_links[host][1]}
+                for host in before_links.keys() & after_links.keys()}
         if len(self._network) == 2:
             document["network_interval_unix"] = [self._network[0][0], self._network[1][0]]
         return document

@@ -14,7 +14,9 @@ round trip (smallest and median of 50 one-byte pings) and bandwidth (a bulk tran
 `LINK_SECONDS`), measured with ``memrelay-bench --link-listen`` on the receiving host and
 ``--link-probe`` on the sending one. Two roles on the same host talk over loopback: no link,
 and the manifest says so. With every role on one host, ``single_machine`` is true and the
-report says that all roles shared one machine.
+report says that all roles shared one machine. A host's link rate, where known (the
+testbed's shaping, or ``link_mbit`` in ``[hosts]``), is recorded as ``link_rate_mbit``: the
+models make the link a centre.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ def measure_environment(roles: RoleHosts, folder: Path, *, middlewares: bool = T
         facts["roles"] = [role for role in ("servers", "middlewares", "clients")
                           if host in getattr(roles, role)]
         facts["processes_visible_to_lab"] = host.name in roles.visible
+        if isinstance(host, SSHHost) and host.spec.link_mbit is not None:
+            facts["link_rate_mbit"] = host.spec.link_mbit  # the testbed's shaping or the file's link_mbit
         programs = roles.binaries_on(host)
         facts["binaries"] = {"memcached": programs.memcached, "memrelay": programs.memrelay,
                              "memrelay-bench": programs.bench}

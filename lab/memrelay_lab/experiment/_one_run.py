@@ -37,6 +37,7 @@ from ._cpu import CpuSampler
 from ._expand import Run, placement
 from ._hosts import Host, HostError, ProcessHandle
 from ._roles import RoleHosts
+from ._ssh import SSHHost
 from ._processes import (
     Binaries,
     ProcessFailed,
@@ -201,7 +202,10 @@ class OneRun:
         # (of the processes this machine can see: its own, and those of hosts sharing its kernel).
         pids = {h.name: h.pid for h in self.handles
                 if self.host_of(h).name in self.hosts.visible and self.host_of(h).poll(h) is None}
-        sampler = CpuSampler(pids, started + self.config.warmup, started + test_time - self.config.cooldown)
+        links = {host.name: host.spec.link_interface for host in self.hosts.all()
+                 if isinstance(host, SSHHost) and host.spec.link_interface}
+        sampler = CpuSampler(pids, started + self.config.warmup, started + test_time - self.config.cooldown,
+                             links=links)
         sampler.begin()
         wait_all(self.host_of, [h for h, _ in benches], test_time + 30.0, self.services,
                  ticker=lambda: self.ticker(started, test_time))

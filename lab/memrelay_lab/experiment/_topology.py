@@ -15,6 +15,7 @@ configuration tables name VMs::
     # ship = true                     # or: copy this build's memrelay and memrelay-bench over
     memcached = "/usr/bin/memcached"  # default: memcached on the host's PATH
     work_dir = "/tmp/memrelay-lab"    # where a run's files go on the host (default)
+    link_mbit = 100                   # the host's link rate, Mbit/s: a centre of the models
 
     [roles]
     servers = ["server1", "server2"]  # server j runs on servers[j mod len]
@@ -50,7 +51,8 @@ __all__ = [
 
 ROLES = ("servers", "middlewares", "clients")
 TESTBED = "testbed"
-_HOST_KEYS = ("address", "user", "port", "key", "known_hosts", "bin_dir", "ship", "memcached", "work_dir")
+_HOST_KEYS = ("address", "user", "port", "key", "known_hosts", "bin_dir", "ship", "memcached", "work_dir",
+              "link_mbit")
 
 
 @dataclass(frozen=True)
@@ -67,13 +69,19 @@ class HostSpec:
     ship: bool = False
     memcached: str = "memcached"
     work_dir: str = "/tmp/memrelay-lab"
+    #: The host's link rate (Mbit/s each way), for the models: the testbed's shaping or
+    #: ``link_mbit`` in the file (None: unknown, the link is no centre of the models).
+    link_mbit: float | None = None
+    #: The lab's own interface that carries exactly this host's traffic (the testbed's veth),
+    #: whose byte counters give the bytes per request on the link; None elsewhere.
+    link_interface: str | None = None
 
     def describe(self) -> str:
         """``host NAME (ADDRESS)``: how error messages name it."""
         return f"host {self.name} ({self.address}{'' if self.port == 22 else f':{self.port}'})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in ("name", *_HOST_KEYS)}
+        return {key: getattr(self, key) for key in ("name", *_HOST_KEYS, "link_interface")}
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,10 @@ def _host(name: str, raw: Any, table: tuple, fail: Fail) -> HostSpec:
         if key == "port":
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
                 raise fail(key, f"expected a TCP port 1..65535, got {value!r}", table)
+        elif key == "link_mbit":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise fail(key, f"expected a positive rate in Mbit/s, got {value!r}", table)
+            value = float(value)
         elif key == "ship":
             if not isinstance(value, bool):
                 raise fail(key, f"expected true or false, got {value!r}", table)
@@ -213,8 +225,13 @@ def testbed_hosts(bin_dir: str | None = None, memcached: str | None = None) -> d
                 name=entry["name"], address=entry["address"], user=entry.get("user"),
                 port=int(entry.get("ssh_port", 22)), key=entry.get("key"), known_hosts=entry.get("known_hosts"),
                 bin_dir=bin_dir, memcached=memcached,
+                link_mbit=_rate((entry.get("links") or {}).get("rate_mbit")), link_interface=entry.get("veth"),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise TestbedUnavailable(f"the testbed's state file {path} has a bad host entry {entry!r}: "
                                      f"{error}") from None
     return hosts
+
+
+def _rate(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -54,6 +54,8 @@ def machines_overview(manifest: dict[str, Any]) -> tuple[list[str], list[Table]]
             "processor": facts.get("cpu_model") or "–",
             "clock offset (ms)": f"{1000 * facts.get('clock_offset_s', 0.0):+,.3f}",
             "± (ms)": f"{500 * facts.get('clock_rtt_s', 0.0):,.3f}",
+            # The rate the link is shaped to (testbed) or declared (link_mbit): a centre of the models.
+            "link rate (Mbit/s)": "–" if facts.get("link_rate_mbit") is None else f"{facts['link_rate_mbit']:,g}",
         })
     link_rows = []
     for link in links:

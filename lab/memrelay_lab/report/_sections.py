@@ -19,6 +19,7 @@ from ..analysis import (
     interactive_law_table,
     mm_tables,
     model_metric_table,
+    link_columns,
     network_model,
 )
 from ..results import ResultsSummary, merged_buckets
@@ -426,7 +427,10 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
         "Network of queues per middleware, solved with exact MVA for the measured population (seed 000 §7.4): "
         "the net thread a single-server queue, the worker pool an m-server center (m = worker threads) whose "
         "demand includes the servers' time (a pool worker blocks while the servers answer), the servers a delay "
-        "inside it and the network (client minus middleware response time) a delay center; demands from each "
+        "inside it and the network (client minus middleware response time) a delay center; each direction of a "
+        "host's link whose rate is known has demand bytes per request / rate (`link to H`, `link from H`) and "
+        "competes for the bottleneck (the measured times already hold its waits, so it is no centre of the "
+        "solved network here); demands from each "
         "configuration's own measurements (times weighted by request count over the repetitions). "
         "`system_throughput_seed_variant` is the seed's series model (servers "
         "as a separate delay center after the workers) for comparison. The bottleneck is the center with the "
@@ -446,7 +450,7 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
     demand_columns = [*columns, "population"] + [
         "net_thread_ms", "workers_own_ms", "servers_ms", "network_ms", "workers_demand_ms"
     ]
-    demands = model.demands[[c for c in demand_columns if c in model.demands]]
+    demands = model.demands[[c for c in demand_columns if c in model.demands] + link_columns(model.demands)]
     items: list = [
         Table("mva_demands", "Service demands per middleware (ms)", demands),
         Table("mva_comparison", "MVA predicted against measured (seed 000 Tables 32-33)", shown, csv=comparison,

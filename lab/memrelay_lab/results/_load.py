@@ -167,7 +167,7 @@ def load(results_dir: str | Path) -> Results:
                        "wall_s": record.get("wall_s")})
         if record["status"] != "completed":
             continue
-        run_rows, run_windows = _read_run(path, record, config, clock_offsets(manifest))
+        run_rows, run_windows = _read_run(path, record, config, clock_offsets(manifest), link_rates(manifest))
         rows += [{**identity, **row} for row in run_rows]
         windows += [{**identity, **window} for window in run_windows]
         servers += [{**identity, **row} for row in _read_servers(path, record)]
@@ -194,8 +194,16 @@ def clock_offsets(manifest: dict) -> dict[str, float]:
     return {name: float(facts.get("clock_offset_s") or 0.0) for name, facts in hosts.items()}
 
 
-def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] | None = None
-              ) -> tuple[list[dict], list[dict]]:
+def link_rates(manifest: dict) -> dict[str, float]:
+    """Each host's link rate (Mbit/s) where the environment knows it (the testbed's shaping,
+    ``link_mbit`` in ``[hosts]``)."""
+    hosts = (manifest.get("environment") or {}).get("hosts") or {}
+    return {name: float(facts["link_rate_mbit"]) for name, facts in hosts.items()
+            if facts.get("link_rate_mbit") is not None}
+
+
+def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] | None = None,
+              rates: dict[str, float] | None = None) -> tuple[list[dict], list[dict]]:
     """One run's rows and windows; every time a host wrote is put on the lab's clock first
     (its clock offset subtracted), so the windows of several hosts line up."""
     files = record["files"]
@@ -219,7 +227,9 @@ def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] 
     client_row["errors_total"] = sum(b["totals"]["errors"] for b in benches)
     client_row["duration_s"] = max(b["duration_s"] for b in benches)
     if files.get("cpu"):
-        client_row.update(_cpu_measures(_read_json(path / files["cpu"]), client_row.get("throughput", math.nan)))
+        cpu = _read_json(path / files["cpu"])
+        client_row.update(_cpu_measures(cpu, client_row.get("throughput", math.nan)))
+        client_row.update(_link_measures(cpu, client_row.get("throughput", math.nan), rates or {}))
     rows.append(client_row)
     windows += [{**w, "source": "clients"} for w in client_windows]
 
@@ -566,6 +576,26 @@ def _cpu_measures(document: dict, throughput: float) -> dict:
     measures["cpu_cores_busy"] = sum(by_role.values()) / seconds
     measures["cores"] = document["cores"]["usable"]
     return measures
+
+
+def _link_measures(document: dict, throughput: float, rates: dict[str, float]) -> dict:
+    """Per host link the run measured (cpu.json's ``links``): ``link:HOST:to_bytes_per_request``
+    and ``link:HOST:from_bytes_per_request`` (the link's counters over the network snapshots'
+    interval, over the requests the clients completed in it at their mean throughput), and
+    ``link:HOST:rate_mbit`` where the rate is known."""
+    links = document.get("links") or {}
+    interval = document.get("network_interval_unix")
+    if not links or not interval or not throughput or not math.isfinite(throughput):
+        return {}
+    requests = throughput * max(interval[1] - interval[0], 1e-9)
+    measures = {}
+    for host, counted in sorted(links.items()):
+        measures[f"link:{host}:to_bytes_per_request"] = counted["to_host_bytes"] / requests
+        measures[f"link:{host}:from_bytes_per_request"] = counted["from_host_bytes"] / requests
+        if host in rates:
+            measures[f"link:{host}:rate_mbit"] = rates[host]
+    return measures
+
 
 
 def _process_rows(document: dict) -> list[dict]:

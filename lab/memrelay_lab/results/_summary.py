@@ -182,14 +182,14 @@ def summarize(results, level: float = 0.95) -> ResultsSummary:
 def _all_measure_columns(frame: pd.DataFrame) -> set[str]:
     known = set(CLIENT_MEASURES) | set(MIDDLEWARE_MEASURES)
     known |= {"kept_s", "count", "hits", "misses", "errors", "count_total", "errors_total", "duration_s", "cores"}
-    return {c for c in frame.columns if c in known or c.startswith(("response_", "cpu_"))}
+    return {c for c in frame.columns if c in known or c.startswith(("response_", "cpu_", "link:"))}
 
 
 def _wide_runs(frame: pd.DataFrame, config_columns: list[str], results=None) -> pd.DataFrame:
     keys = ["run_id", "configuration", "repetition"]
     clients = frame[frame["source"] == "clients"]
     wide = clients[keys + config_columns].copy()
-    cpu = [c for c in clients.columns if c.startswith("cpu_") or c == "cores"]
+    cpu = [c for c in clients.columns if c.startswith(("cpu_", "link:")) or c == "cores"]
     for column in (*CLIENT_MEASURES, "count", "errors", "kept_s", "duration_s", *cpu):
         if column in clients:
             wide[column] = clients[column].to_numpy(dtype=float)
