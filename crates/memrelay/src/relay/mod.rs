@@ -18,9 +18,38 @@ pub(crate) fn failover_target(replicas: &[usize], first: usize, attempt: usize) 
     (attempt < replicas.len()).then(|| replicas[(start + attempt) % replicas.len()])
 }
 
+/// The next server a failed read tries after `attempt` retries (advanced past the servers
+/// skipped): [`failover_target`]'s walk without the servers being repaired, which may still hold
+/// values that acknowledged writes replaced.
+pub(crate) fn next_failover(
+    replicas: &[usize],
+    first: usize,
+    attempt: &mut usize,
+    repairing: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    loop {
+        *attempt += 1;
+        let next = failover_target(replicas, first, *attempt)?;
+        if !repairing(next) {
+            return Some(next);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failover_skips_the_replicas_being_repaired() {
+        let replicas = [4, 1, 7, 2];
+        let mut attempt = 0;
+        assert_eq!(next_failover(&replicas, 1, &mut attempt, |s| s == 7), Some(2));
+        assert_eq!(attempt, 2);
+        assert_eq!(next_failover(&replicas, 1, &mut attempt, |s| s == 4), None);
+        let mut attempt = 0;
+        assert_eq!(next_failover(&replicas, 1, &mut attempt, |_| true), None, "every one repaired");
+    }
 
     #[test]
     fn failover_walks_the_ring_after_the_first_replica_once() {

@@ -10,8 +10,8 @@ use super::requests::TargetResult;
 use super::thread::EventLoop;
 use super::upstream::{Outstanding, Upstream};
 use crate::measure::metrics::{kind_of, Outcome, Timestamps};
-use crate::relay::failover_target;
 use crate::relay::failure::Failure;
+use crate::relay::next_failover;
 use crate::relay::reply::primary_took;
 use crate::relay::rewrite::{Outgoing, Stage};
 use crate::relay::{warm, win};
@@ -150,12 +150,15 @@ impl EventLoop {
         entry.times.last_reply = now;
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
         let key = request.key(&entry.input);
-        // A read with failover: try the key's next replica.
+        // A read with failover: try the key's next replica that is not being repaired.
         if self.config.failover && entry.plan != Plan::Split && request.command.is_read() {
             if let TargetResult::Failed(_) = entry.results[0] {
-                self.config.router.replicas(key, &mut self.replicas);
-                entry.attempts += 1;
-                if let Some(next) = failover_target(&self.replicas, entry.first_target, usize::from(entry.attempts)) {
+                self.config.router.replicas(&placement_key(request, &entry.input), &mut self.replicas);
+                let repair = self.health.repair();
+                let mut attempt = usize::from(entry.attempts);
+                let next = next_failover(&self.replicas, entry.first_target, &mut attempt, |s| repair.is_repairing(s));
+                entry.attempts = u16::try_from(attempt).unwrap_or(u16::MAX);
+                if let Some(next) = next {
                     entry.targets[0] = next;
                     return self.send_to_targets(index, now, 0);
                 }

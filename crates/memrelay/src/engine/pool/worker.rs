@@ -15,8 +15,8 @@ use super::server::ServerConn;
 use crate::generation::{Current, Generation};
 use crate::health::Health;
 use crate::measure::metrics::{kind_of, Recorder};
-use crate::relay::failover_target;
 use crate::relay::failure::Failure;
+use crate::relay::next_failover;
 use crate::relay::reply::{primary_took, Answer, Finished};
 use crate::relay::rewrite::{Outgoing, Stage};
 use crate::relay::warm::{self, Budget};
@@ -138,15 +138,16 @@ impl Worker {
         self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
         match plan {
             Plan::Forward(first) if self.generation.failover && request.command.is_read() => {
-                self.generation.router.replicas(request.key(&job.input), &mut self.replicas);
-                let mut attempt = 1;
+                self.generation.router.replicas(&placement_key(&request, &job.input), &mut self.replicas);
+                let mut attempt = 0;
                 while self.results[0].is_err() {
-                    let Some(next) = failover_target(&self.replicas, first, attempt) else { break };
+                    let repair = self.health.repair();
+                    let repairing = |s| repair.is_repairing(s);
+                    let Some(next) = next_failover(&self.replicas, first, &mut attempt, repairing) else { break };
                     self.route.targets[0] = next;
                     // Each replica gets its own timeout, as in the evented engine.
                     let deadline = Instant::now() + timeout;
                     self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
-                    attempt += 1;
                 }
             }
             Plan::PrimaryFirst if self.primary_took() => {
