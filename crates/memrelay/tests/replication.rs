@@ -25,8 +25,9 @@ macro_rules! suite {
                 any_replica_spreads_reads_over_the_replicas,
                 multiget_is_split_by_owner_and_merged_in_order,
                 failover_serves_reads_while_a_server_is_down,
-                            reads_pipelined_behind_a_compare_and_set_see_it,
-);
+                failover_serves_split_reads_while_a_server_is_dead,
+                reads_pipelined_behind_a_compare_and_set_see_it,
+            );
         )*
     };
 }
@@ -203,6 +204,33 @@ fn failover_serves_reads_while_a_server_is_down(engine: &str) {
         let text = String::from_utf8_lossy(&stats).to_string();
         text.lines().any(|l| l.starts_with("STAT server_0_failures ") && !l.ends_with(" 0"))
     }));
+}
+
+/// A multi-get split over servers, one of which died and is not known to be down (it is never
+/// taken down here, and no write missed it): routed again without it, whole, instead of
+/// SERVER_ERROR (which makes pylibmc and node `memcached` mark memrelay dead).
+fn failover_serves_split_reads_while_a_server_is_dead(engine: &str) {
+    let configs: [&[&str]; 2] = [
+        &["--distribution", "ketama", "--replication", "2", "--failover", "--down-after", "0"],
+        // Every key on every server; `gets` goes to each key's primary (pylibmc's reads).
+        &["--write-policy", "majority", "--down-after", "0"],
+    ];
+    for (args, command) in configs.into_iter().zip(["get", "gets"]) {
+        let mut servers = servers(3);
+        let relay = Memrelay::start(engine, &refs(&servers), args);
+        let mut client = relay.client();
+        let keys: Vec<String> = (0..30).map(|i| format!("s{i}")).collect();
+        for key in &keys {
+            assert_eq!(client.set(key, key.as_bytes()), "STORED\r\n");
+        }
+        servers[0].kill();
+        for round in 0..3 {
+            let reply = client.get_reply(&format!("{command} {}\r\n", keys.join(" ")));
+            let values = common::parse_values(&reply);
+            let got: Vec<&String> = values.iter().map(|(k, _)| k).collect();
+            assert_eq!(got, keys.iter().collect::<Vec<_>>(), "{args:?} round {round}: {}", show(&reply));
+        }
+    }
 }
 
 /// Reads pipelined right behind a compare-and-set on the same connection see the new value on

@@ -47,6 +47,7 @@ impl EventLoop {
             router.route(&request, &entry.input, rr, &mut self.route)
         };
         entry.plan = plan;
+        entry.rr = rr;
         entry.targets.clear();
         entry.targets.extend_from_slice(&self.route.targets);
         entry.key_owner.clear();
@@ -150,6 +151,52 @@ impl EventLoop {
         entry.times.last_reply = now;
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
         let key = request.key(&entry.input);
+        // A split read with failover that a server answering keys failed: routed again, all of
+        // it, without the servers that failed (at most once per server).
+        if self.config.failover
+            && entry.plan == Plan::Split
+            && entry.stage == Stage::Request
+            && request.command.is_read()
+        {
+            let mut failed = false;
+            for (i, &server) in entry.targets.iter().enumerate() {
+                let answers_keys = entry.key_owner.contains(&server);
+                if matches!(entry.results[i], TargetResult::Failed(_))
+                    && answers_keys
+                    && !entry.avoided.contains(&server)
+                {
+                    entry.avoided.push(server);
+                    failed = true;
+                }
+            }
+            if failed {
+                let repair = self.health.repair();
+                let avoided = &entry.avoided;
+                let avoid = |s| repair.is_repairing(s) || avoided.contains(&s);
+                let plan = self.config.router.route_avoiding(request, &entry.input, entry.rr, &mut self.route, &avoid);
+                // Unless every server left for some key failed too (the route then names one).
+                let answering = match &plan {
+                    Plan::Forward(server) => std::slice::from_ref(server),
+                    _ => &self.route.key_owner[..],
+                };
+                if answering.iter().all(|s| !entry.avoided.contains(s)) {
+                    entry.plan = plan;
+                    entry.targets.clear();
+                    match plan {
+                        Plan::Forward(server) => {
+                            entry.targets.push(server);
+                            entry.first_target = server;
+                        }
+                        _ => entry.targets.extend_from_slice(&self.route.targets),
+                    }
+                    entry.key_owner.clear();
+                    entry.key_owner.extend_from_slice(&self.route.key_owner);
+                    entry.touches.clear();
+                    entry.touches.extend_from_slice(&self.route.touches);
+                    return self.send_to_targets(index, now, 0);
+                }
+            }
+        }
         // A read with failover: try the key's next replica that is not being repaired.
         if self.config.failover && entry.plan != Plan::Split && request.command.is_read() {
             if let TargetResult::Failed(_) = entry.results[0] {

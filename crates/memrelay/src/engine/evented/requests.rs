@@ -49,6 +49,10 @@ pub(crate) struct InFlight {
     /// Retries so far of a read with failover, and the server it went to first.
     pub attempts: u16,
     pub first_target: usize,
+    /// The read round robin's number when the request was routed, and the servers a split read
+    /// was routed again without (they failed it).
+    pub rr: usize,
+    pub avoided: Vec<usize>,
     pub times: Timestamps,
     pub sent: bool,
     pub reply: Vec<u8>,
@@ -78,6 +82,8 @@ impl InFlight {
             warming: None,
             attempts: 0,
             first_target: 0,
+            rr: 0,
+            avoided: Vec::new(),
             times: Timestamps::at(Instant::now()),
             sent: false,
             reply: Vec::new(),
@@ -189,6 +195,7 @@ impl Requests {
         entry.stage = Stage::Request;
         entry.warming = None;
         entry.attempts = 0;
+        entry.avoided.clear();
         self.free.push(index);
     }
 

@@ -39,6 +39,8 @@ pub(crate) struct Worker {
     servers: Vec<ServerConn>,
     max_value_len: usize,
     route: RouteBuf,
+    /// A split read routed again without the servers that failed it ([`Worker::reroute_split`]).
+    reroute: RouteBuf,
     /// The bytes a target gets, composed from the parsed request.
     scratch: Vec<u8>,
     /// Per-target result of the current exchange.
@@ -55,6 +57,7 @@ impl Worker {
             servers: Vec::new(),
             max_value_len: settings.limits.max_value_size,
             route: RouteBuf::default(),
+            reroute: RouteBuf::default(),
             scratch: Vec::new(),
             results: Vec::new(),
             cursors: Vec::new(),
@@ -120,7 +123,7 @@ impl Worker {
         let request = job.request.clone().expect("queued jobs carry a parsed request");
         let router = &self.generation.router;
         let repair = self.health.repair();
-        let plan = if router.repairs() {
+        let mut plan = if router.repairs() {
             router.route_avoiding(&request, &job.input, job.rr, &mut self.route, &|s| repair.is_repairing(s))
         } else {
             router.route(&request, &job.input, job.rr, &mut self.route)
@@ -136,6 +139,9 @@ impl Worker {
             self.route.targets.truncate(1);
         }
         self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
+        if plan == Plan::Split && self.generation.failover && request.command.is_read() {
+            plan = self.reroute_split(&request, &job.input, job.rr, timeout);
+        }
         match plan {
             Plan::Forward(first) if self.generation.failover && request.command.is_read() => {
                 self.generation.router.replicas(&placement_key(&request, &job.input), &mut self.replicas);
@@ -201,6 +207,40 @@ impl Worker {
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
         if let Some(cold) = warming {
             self.write_back(request.key(&job.input), cold);
+        }
+    }
+
+    /// A split read that a server answering keys failed is routed again, all of it, without the
+    /// servers that failed (at most once per server; not when some key has no other server
+    /// left). Returns the plan in force.
+    fn reroute_split(&mut self, request: &Request, input: &[u8], rr: usize, timeout: Duration) -> Plan {
+        let mut plan = Plan::Split;
+        let mut avoided: Vec<usize> = Vec::new();
+        loop {
+            let before = avoided.len();
+            for (i, &server) in self.route.targets.iter().enumerate() {
+                let answers_keys = plan != Plan::Split || self.route.key_owner.contains(&server);
+                if self.results[i].is_err() && answers_keys && !avoided.contains(&server) {
+                    avoided.push(server);
+                }
+            }
+            if avoided.len() == before {
+                return plan;
+            }
+            let repair = self.health.repair();
+            let avoid = |s| repair.is_repairing(s) || avoided.contains(&s);
+            let next = self.generation.router.route_avoiding(request, input, rr, &mut self.reroute, &avoid);
+            if let Plan::Forward(server) = next {
+                self.reroute.targets.clear();
+                self.reroute.targets.push(server);
+            }
+            let answering = if next == Plan::Split { &self.reroute.key_owner } else { &self.reroute.targets };
+            if answering.iter().any(|s| avoided.contains(s)) {
+                return plan;
+            }
+            std::mem::swap(&mut self.route, &mut self.reroute);
+            plan = next;
+            self.exchange(request, input, plan, Stage::Request, Instant::now() + timeout, 0);
         }
     }
 
