@@ -329,7 +329,8 @@ def _bench_type(summary: dict) -> dict:
 
 
 def _client_windows(benches: list[dict], keep_from: float, keep_to: float) -> list[dict]:
-    """The benches' intervals added second by second (they start together, within milliseconds)."""
+    """The benches' intervals added second by second (their loads begin at one instant, `--start-at`;
+    `_loaders_overlap` measures how well)."""
     by_second: dict[int, list[dict]] = {}
     for series in _per_bench(benches, keep_from, keep_to):
         for window in series:
