@@ -30,7 +30,8 @@ def consistent(repetitions: int = 3) -> FakeResults:
         run_id = f"c0-r{rep}"
         x = 8000.0 * (1 + 0.001 * rep)
         common = {"run_id": run_id, "configuration": 0, "repetition": rep, "clients": 16, "pipeline": 1, "multiget": 1}
-        runs.append({**common, "source": "clients", "throughput": x, "response_ms": 16 / x * 1000})
+        runs.append({**common, "source": "clients", "throughput": x, "response_ms": 16 / x * 1000,
+                     "loaders": 2, "loaders_overlap": 0.998, "loaders_start_spread_s": 0.002})
         runs.append({**common, "source": "middleware", "throughput": x * 0.99, "response_ms": 1.5,
                      "in_system": x * 0.99 * 1.5e-3})
         for t in range(1, 5):
@@ -63,6 +64,7 @@ def test_consistent_figures_pass_every_check():
     assert found["Little's law inside memrelay"] == {"pass"}
     assert found["Byte balance through memrelay (in)"] == {"pass"}
     assert found["Byte balance through memrelay (out)"] == {"pass"}
+    assert found["Load generators ran together"] == {"pass"}
 
 
 def test_each_check_fails_on_a_doctored_copy():
@@ -78,6 +80,8 @@ def test_each_check_fails_on_a_doctored_copy():
     doctored.windows.loc[ramp, "count"] = doctored.windows.loc[ramp, "t_s"] * 2000.0  # still warming up
     lost = (doctored.processes["run_id"] == "c0-r1") & (doctored.processes["process"] == "client-0-0")
     doctored.processes = doctored.processes[~lost]  # a sampler that lost the bench's sockets
+    apart = clients & (doctored.runs["repetition"] == 1)
+    doctored.runs.loc[apart, ["loaders_overlap", "loaders_start_spread_s"]] = [0.6, 1.2]  # loads begun 1.2 s apart
     frame = checks_frame(consistency_checks(doctored))
     failed = frame[frame["verdict"] == "FAIL"]
     assert set(zip(failed["check"], failed["scope"])) >= {
@@ -89,6 +93,7 @@ def test_each_check_fails_on_a_doctored_copy():
         ("Confidence interval of response time", "configuration 0"),
         ("Byte balance through memrelay (in)", "c0-r1"),
         ("Byte balance through memrelay (out)", "c0-r1"),
+        ("Load generators ran together", "c0-r1"),
     }
 
 

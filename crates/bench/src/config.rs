@@ -19,6 +19,12 @@ use crate::keys::Pattern;
 pub const MAX_MULTIGET: u32 = 10_000;
 /// Largest pipeline depth accepted.
 pub const MAX_PIPELINE: usize = 100_000;
+/// `--start-at` may lie at most this far ahead (a typo, or a clock far off, would otherwise
+/// leave the bench waiting for hours).
+pub const START_AT_MAX_AHEAD_S: f64 = 60.0;
+/// `--start-at` may lie at most this far in the past when the bench starts (a start later than
+/// that would not overlap the other instances' load as the caller planned).
+pub const START_AT_MAX_LATE_S: f64 = 1.0;
 /// memcached's key length limit.
 const MAX_KEY_LEN: usize = memrelay_protocol::limits::MAX_KEY_LEN;
 
@@ -113,6 +119,12 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_name = "D")]
     pub pipeline: usize,
 
+    /// Start the load at this wall-clock time (Unix seconds, fractions allowed): connect every
+    /// client first, then wait, so that instances started one after the other (on several
+    /// hosts) load together. At most 60 s ahead, at most 1 s past
+    #[arg(long, value_name = "UNIX_SECS", conflicts_with = "populate")]
+    pub start_at: Option<f64>,
+
     /// Write the results as JSON to FILE (`-` for stdout)
     #[arg(long, value_name = "FILE")]
     pub json_out: Option<PathBuf>,
@@ -201,6 +213,8 @@ pub struct Config {
     pub grace_s: f64,
     pub timeout_s: f64,
     pub connect_timeout_s: f64,
+    /// `--start-at`: when the workload phase was asked to begin (Unix seconds).
+    pub start_at_unix_s: Option<f64>,
     #[serde(skip)]
     pub json_out: Option<PathBuf>,
     #[serde(skip)]
@@ -280,6 +294,9 @@ impl Config {
                 return usage("--rate must be a positive number of requests per second".into());
             }
         }
+        if let Some(at) = args.start_at {
+            check_start_at(at, unix_now()).map_err(ConfigError::Usage)?;
+        }
         let (stop, requests) = match (args.test_time, args.requests) {
             (Some(_), _) => (Stop::Time, None),
             (None, Some(n)) => (Stop::Requests, Some(n)),
@@ -323,6 +340,7 @@ impl Config {
             grace_s: args.grace,
             timeout_s: args.timeout,
             connect_timeout_s: args.connect_timeout,
+            start_at_unix_s: args.start_at,
             json_out: args.json_out,
             quiet: args.quiet,
         })
@@ -336,6 +354,34 @@ impl Config {
     pub fn key_count(&self) -> u64 {
         self.key_maximum - self.key_minimum + 1
     }
+}
+
+/// The wall clock in Unix seconds.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// `--start-at AT` at wall-clock time `now`: not more than [`START_AT_MAX_AHEAD_S`] ahead, not
+/// more than [`START_AT_MAX_LATE_S`] past.
+pub fn check_start_at(at: f64, now: f64) -> Result<(), String> {
+    if !at.is_finite() || at <= 0.0 {
+        return Err(format!("--start-at must be a Unix time in seconds, got {at}"));
+    }
+    if at > now + START_AT_MAX_AHEAD_S {
+        return Err(format!(
+            "--start-at {at:.3} is {:.1} s ahead of this host's clock ({now:.3}); at most {START_AT_MAX_AHEAD_S:.0} s \
+             are allowed (a clock off, or seconds and milliseconds mixed up?)",
+            at - now
+        ));
+    }
+    if at < now - START_AT_MAX_LATE_S {
+        return Err(format!(
+            "--start-at {at:.3} is already {:.3} s past on this host's clock ({now:.3}); at most \
+             {START_AT_MAX_LATE_S:.0} s late is allowed (start the instances earlier or give a later time)",
+            now - at
+        ));
+    }
+    Ok(())
 }
 
 /// `SETS:GETS`, both counts of requests, not both zero.
@@ -426,6 +472,29 @@ mod tests {
     }
 
     #[test]
+    fn start_at_is_bounded_around_now() {
+        let now = 1_700_000_000.0;
+        assert!(check_start_at(now + 2.5, now).is_ok());
+        assert!(check_start_at(now - 0.5, now).is_ok());
+        assert!(check_start_at(now + START_AT_MAX_AHEAD_S, now).is_ok());
+        let ahead = check_start_at(now + 61.0, now).unwrap_err();
+        assert!(ahead.contains("61.0 s ahead"), "{ahead}");
+        let late = check_start_at(now - 1.5, now).unwrap_err();
+        assert!(late.contains("1.500 s past"), "{late}");
+        for bad in [f64::NAN, f64::INFINITY, 0.0, -5.0] {
+            assert!(check_start_at(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn start_at_is_echoed_and_excludes_populate() {
+        let at = unix_now() + 5.0;
+        let c = Config::from_args(args(&["--test-time", "1", "--start-at", &format!("{at}")])).unwrap();
+        assert_eq!(c.start_at_unix_s, Some(at));
+        assert!(Args::try_parse_from(["memrelay-bench", "--populate", "--start-at", "1"]).is_err());
+    }
+
+    #[test]
     fn bad_options_are_usage_errors() {
         for bad in [
             &["--threads", "0"][..],
@@ -437,6 +506,9 @@ mod tests {
             &["--rate", "0"],
             &["--pipeline", "0"],
             &["--key-prefix", "a b"],
+            &["--start-at", "1"],
+            &["--start-at", "99999999999"],
+            &["--start-at", "nan"],
         ] {
             assert!(matches!(Config::from_args(args(bad)), Err(ConfigError::Usage(_))), "{bad:?}");
         }

@@ -25,7 +25,8 @@ pub struct Output<'a> {
     pub exit_code: i32,
     /// One line saying why, when the status is not `completed`.
     pub message: Option<String>,
-    /// Wall clock when the connections were up and the first phase started.
+    /// Wall clock when the connections were up and the first phase started (with
+    /// `--start-at`: when the wait for that time ended and the workload phase started).
     pub start_unix_s: f64,
     /// The workload phase (all zero when only populating).
     #[serde(flatten)]

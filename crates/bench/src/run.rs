@@ -10,18 +10,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 
 use crate::collect::Collector;
-use crate::config::{Args, Config, ConfigError, Stop};
+use crate::config::{unix_now, Args, Config, ConfigError, Stop};
 use crate::report::{error_entries, write_table, Errors, Output, Phase};
 use crate::sys;
 use crate::worker::{Command, PhaseKind, Report, Worker};
 
 /// A worker that sends nothing for this long (it reports every second) is considered stuck.
 const SILENCE: Duration = Duration::from_secs(6);
+/// A load that begins this much after `--start-at` is said so on stderr.
+const LATE_WARNING_S: f64 = 0.05;
 /// Error messages repeated on stderr at the end.
 const SHOWN_ERRORS: usize = 3;
 
@@ -143,7 +145,20 @@ impl Bench {
 
     fn run(mut self) -> i32 {
         let cfg = Arc::clone(&self.cfg);
-        let start_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        if let Some(at) = cfg.start_at_unix_s {
+            // Connected; the load begins at the agreed time (`--start-at` excludes `--populate`,
+            // so the phase that follows is the workload's).
+            wait_until(at, &self.stop);
+        }
+        let start_unix_s = unix_now();
+        if let Some(at) = cfg.start_at_unix_s {
+            let late = start_unix_s - at;
+            if late > LATE_WARNING_S && !self.stop.load(Ordering::Relaxed) {
+                eprintln!(
+                    "memrelay-bench: warning: the load began {late:.3} s after --start-at (connecting took that long)"
+                );
+            }
+        }
         let mut populate = None;
         let mut run = None;
         let mut stalled = None;
@@ -302,6 +317,19 @@ impl Bench {
         for handle in self.handles.drain(..) {
             let _ = handle.join();
         }
+    }
+}
+
+/// Sleeps until the wall clock reads `at` (Unix seconds) or a signal asks to stop. Bounded:
+/// `--start-at` lies at most a minute ahead.
+fn wait_until(at: f64, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let left = at - unix_now();
+        if left <= 0.0 {
+            return;
+        }
+        // Short naps, so that SIGINT/SIGTERM are heeded at once.
+        std::thread::sleep(Duration::from_secs_f64(left.min(0.05)));
     }
 }
 

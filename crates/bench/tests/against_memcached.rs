@@ -432,6 +432,72 @@ fn sigint_ends_the_run_early_and_writes_the_json() {
     assert_eq!(u(&j["totals"]["unanswered"]), 0);
 }
 
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// memcached's own counters, read by the test while the bench waits: the clients are connected
+/// before `--start-at` (curr_connections) and send nothing before it (cmd_get + cmd_set).
+#[test]
+fn start_at_connects_first_and_loads_from_that_time() {
+    let mc = Memcached::start();
+    let addr = mc.addr();
+    let before = mc.stats();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let started = Instant::now();
+    let at = unix_now() + 2.0;
+    let child = start_bench(
+        &["--server", &addr, "--threads", "2", "--clients", "3", "--test-time", "1", "--start-at", &format!("{at}")],
+        &json,
+    );
+    // Readings whose reply came back before `at` must show the clients connected (once they
+    // are) and no request; the loop is bounded by `at`.
+    let mut connected_seen = false;
+    let mut readings_before = 0;
+    while unix_now() < at {
+        let stats = mc.stats();
+        if unix_now() >= at {
+            break; // the reply may have come after the start: it proves nothing
+        }
+        readings_before += 1;
+        assert_eq!(
+            delta(&before, &stats, "cmd_get") + delta(&before, &stats, "cmd_set"),
+            0,
+            "a request before --start-at"
+        );
+        // +1: the test's own stats connection.
+        connected_seen |= stats["curr_connections"] >= before["curr_connections"] + 6;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = finish(child, &json, started, Duration::from_secs(20));
+    assert!(out.status.success(), "{}", out.stderr);
+    let j = out.json.unwrap();
+    let after = mc.stats();
+    assert!(readings_before > 0, "the test could not read memcached's counters before the start");
+    assert!(connected_seen, "the 6 connections were not up before --start-at");
+    assert!(delta(&before, &after, "cmd_get") + delta(&before, &after, "cmd_set") > 0);
+    assert_eq!(j["config"]["start_at_unix_s"].as_f64(), Some(at));
+    let start = j["start_unix_s"].as_f64().unwrap();
+    assert!(start >= at, "start_unix_s {start} before --start-at {at}");
+    assert_eq!(j["status"], "completed");
+}
+
+#[test]
+fn start_at_too_far_or_past_is_refused_before_connecting() {
+    // Nothing listens on this port: a refusal of the time must come first (exit 2, not 1).
+    let addr = format!("127.0.0.1:{}", free_port());
+    for (at, says) in [(unix_now() + 3600.0, "ahead"), (unix_now() - 30.0, "past"), (f64::NAN, "Unix time")] {
+        let out = Command::new(BENCH)
+            .args(["--server", &addr, "--test-time", "1", "--start-at", &format!("{at}")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{at}: {stderr}");
+        assert!(stderr.contains("--start-at") && stderr.contains(says), "{stderr}");
+    }
+}
+
 #[test]
 fn bad_options_exit_2() {
     for args in [

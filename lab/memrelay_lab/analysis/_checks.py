@@ -19,6 +19,11 @@ Per run (each compares figures that come from different programs, so a wrong one
   against the bytes counted on its peers' (cpu.json): what memrelay received must be what the
   clients and the servers sent, and what it sent what they received. The kernel counts each
   socket on its own, so a sampler that misses sockets or mixes up processes shows.
+- **Load generators ran together**: the part of the shortest kept interval of the run's load
+  generators that all of them covered, on the lab's clock (each host's clock offset taken out).
+  The clients' throughput adds their windows second by second, which is right only when those
+  seconds are the same; below `LOADERS_OVERLAP` the sum mixes different moments (loaders that
+  began apart, issue 22). Skipped with one load generator.
 - **Stationarity**: the drift of throughput across the kept windows (least-squares slope times
   the kept interval, over the mean). A drift above the tolerance means the run had not settled
   (warm-up too short) or the machine changed under it.
@@ -50,6 +55,8 @@ __all__ = ["Check", "checks_frame", "consistency_checks", "net_thread_utilizatio
 
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_TARGET = 0.05
+#: The share of the shortest kept interval every load generator must cover.
+LOADERS_OVERLAP = 0.90
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ def consistency_checks(
             checks.append(_flow_clients_middleware(run_id, row, mw, tolerance))
             checks.append(_flow_middleware_servers(run_id, row, results.servers, tolerance))
             checks += _byte_balance(run_id, row, results.processes, tolerance)
+        checks.append(_loaders_together(run_id, row))
         checks.append(_stationarity(run_id, results.windows, tolerance))
     if clients is not None:
         checks += _interval_widths(clients.reset_index(), target, level, list(config_columns))
@@ -183,6 +191,22 @@ def _byte_balance(run_id: str, clients: pd.Series, processes: pd.DataFrame, tole
         checks.append(_ratio_check(f"{name} ({direction})", run_id, ratio, tolerance, what,
                                    f"{mine / 1e6:,.3f} against {theirs / 1e6:,.3f} MB/s"))
     return checks
+
+
+def _loaders_together(run_id: str, row: pd.Series) -> Check:
+    name = "Load generators ran together"
+    expected = f"overlap ≥ {LOADERS_OVERLAP:.0%} of the shortest kept interval"
+    overlap = float(row.get("loaders_overlap", math.nan))
+    loaders = row.get("loaders")
+    if loaders is None or pd.isna(loaders):
+        return Check(name, run_id, math.nan, expected, None, "not measured (results of an earlier lab)")
+    if int(loaders) < 2:
+        return Check(name, run_id, math.nan, expected, None, "one load generator")
+    spread = float(row.get("loaders_start_spread_s", math.nan))
+    detail = f"{int(loaders)} load generators, their loads began {1000 * spread:,.0f} ms apart"
+    if overlap < LOADERS_OVERLAP:
+        detail += "; the clients' summed windows mix different moments"
+    return Check(name, run_id, overlap, expected, overlap >= LOADERS_OVERLAP, detail)
 
 
 def _stationarity(run_id: str, windows: pd.DataFrame, tolerance: float) -> Check:

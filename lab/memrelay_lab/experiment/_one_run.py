@@ -10,8 +10,9 @@
    (seed 000 §1.10), straight to every server when keys live on every server (no middleware,
    or distribution "all"), through middleware 0 with ketama (so keys land on their
    replicas; the middleware then also counts these sets);
-4. `apply_load`: save each server's ``stats`` ("before"), start every bench instance at once,
-   sample every process's processor time over the kept interval (`_cpu`, cpu.json), wait for
+4. `apply_load`: save each server's ``stats`` ("before"), start every bench instance, all
+   told to begin their load at one instant (``--start-at``, `_start_time`: on each host's own
+   clock, so that their kept intervals overlap however long the starts took), sample every process's processor time over the kept interval (`_cpu`, cpu.json), wait for
    the benches, save ``stats`` again ("after");
 5. `stop`: SIGTERM the middlewares (they write summary.json), then stop the servers.
 
@@ -38,6 +39,7 @@ from ._expand import Run, placement
 from ._hosts import Host, HostError, ProcessHandle
 from ._roles import RoleHosts
 from ._ssh import SSHHost
+from ._start_time import on_host_clock, start_margin
 from ._processes import (
     Binaries,
     ProcessFailed,
@@ -76,6 +78,8 @@ class OneRun:
     settings: dict[str, Any]
     ticker: Callable[[float, float], None] = lambda started, test_time: None  # (load started, test time)
     tick_done: Callable[[], None] = lambda: None
+    #: Each host's clock minus the lab's (seconds), as `_environment` measured it.
+    clock_offsets: dict[str, float] = field(default_factory=dict)
     handles: list[ProcessHandle] = field(default_factory=list)
     servers: list[tuple[ProcessHandle, int]] = field(default_factory=list)
     middlewares: list[_Middleware] = field(default_factory=list)
@@ -181,22 +185,32 @@ class OneRun:
 
     def apply_load(self) -> None:
         self._save_server_stats("before")
+        instances = placement(self.config)
+        remote = sum(isinstance(self.hosts.client(i.machine), SSHHost) for i in instances)
+        # One instant on the lab's clock for every bench; each is given it on its own host's clock.
+        started = time.time() + start_margin(len(instances) - remote, remote)
+        self.record["load_start_at_unix"] = started
         benches = []
-        for instance in placement(self.config):
+        for instance in instances:
             addresses = self.middleware_addresses if instance.target_kind == "middleware" else self.server_addresses
             targets = [addresses[t] for t in instance.targets]
             json_out = self.run_dir / f"{instance.name}.json"
             host = self.hosts.client(instance.machine)
+            start_at = on_host_clock(started, self.clock_offsets.get(host.name, 0.0))
             argv = bench_command(self._binaries(host).bench, self.config, targets,
-                                 self.settings["seed"] + instance.index, host.path(json_out))
+                                 self.settings["seed"] + instance.index, host.path(json_out), start_at=start_at)
             handle = self._start(host, instance.name, argv)
             benches.append((handle, json_out))
             self.files["clients"].append({
                 "machine": instance.machine, "host": host.name, "instance": instance.instance, "targets": targets,
-                "json": self._rel(json_out), "log": self._rel(handle.log_path),
+                "json": self._rel(json_out), "log": self._rel(handle.log_path), "start_at_unix": start_at,
             })
-        started = self.record["load_started_unix"] = time.time()
-        self._mark("load_started")
+        self._mark("loaders_started")
+        # Seconds the starts left before the load began (negative: they took longer than planned,
+        # and the benches began late; the overlap check of the results then says by how much).
+        self.record["load_start_spare_s"] = round(started - time.time(), 3)
+        self.record["load_started_unix"] = started
+        self.timeline["load_started"] = round(started - self.record["started_unix"], 3)
         test_time = self.config.test_time
         # Processor time of every process over the interval the clients' means are kept for
         # (of the processes this machine can see: its own, and those of hosts sharing its kernel).
@@ -207,7 +221,8 @@ class OneRun:
         sampler = CpuSampler(pids, started + self.config.warmup, started + test_time - self.config.cooldown,
                              links=links)
         sampler.begin()
-        wait_all(self.host_of, [h for h, _ in benches], test_time + 30.0, self.services,
+        wait_all(self.host_of, [h for h, _ in benches], max(started - time.time(), 0.0) + test_time + 30.0,
+                 self.services,
                  ticker=lambda: self.ticker(started, test_time))
         self.tick_done()
         self._mark("load_ended")

@@ -126,9 +126,11 @@ def _key_options(config: Configuration) -> list[str]:
 
 
 def bench_command(
-    binary: str, config: Configuration, targets: list[str], seed: int, json_out: Path
+    binary: str, config: Configuration, targets: list[str], seed: int, json_out: Path,
+    start_at: float | None = None,
 ) -> list[str]:
-    """One memtier-like instance: T threads x C virtual clients for the test time."""
+    """One memtier-like instance: T threads x C virtual clients for the test time, from
+    ``start_at`` (Unix seconds on the bench's host) when given (`_start_time`)."""
     argv = [binary]
     for target in targets:
         argv += ["--server", target]
@@ -146,6 +148,8 @@ def bench_command(
         "--json-out", str(json_out),
         "--quiet",
     ]
+    if start_at is not None:
+        argv += ["--start-at", f"{start_at:.6f}"]
     return argv
 
 

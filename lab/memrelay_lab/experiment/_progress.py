@@ -61,7 +61,7 @@ class Progress:
     def tick(self, load_started: float, test_time: float) -> None:
         if not self.tty:
             return
-        elapsed = min(time.time() - load_started, test_time)
+        elapsed = min(max(time.time() - load_started, 0.0), test_time)  # 0 until the load begins
         self.stream.write(f"\r\033[K    load {elapsed:4.0f} / {test_time:g} s")
         self.stream.flush()
         self._ticked = True

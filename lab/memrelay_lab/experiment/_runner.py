@@ -191,6 +191,9 @@ def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | Non
     manifest["environment"] = measure_environment(roles, out / "environment", middlewares=max(middlewares) > 0,
                                                   baselines=min(middlewares) == 0, say=say)
     write_manifest(out, manifest)
+    # The benches of a run begin at one instant, given to each on its host's clock (`_start_time`).
+    clock_offsets = {name: float(facts.get("clock_offset_s") or 0.0)
+                     for name, facts in manifest["environment"]["hosts"].items()}
 
     reporter = Progress(progress, runs, records, experiment)
     summary = ExperimentSummary(out, len(runs), 0, 0, 0, 0, 0.0)
@@ -212,7 +215,7 @@ def _run_all(experiment: Experiment, runs: list, out: Path, previous: dict | Non
                 write_manifest(out, manifest)
                 try:
                     one = OneRun(run, run_dir, out, record, roles, experiment.settings,
-                                 ticker=reporter.tick, tick_done=reporter.tick_done)
+                                 ticker=reporter.tick, tick_done=reporter.tick_done, clock_offsets=clock_offsets)
                     execute_run(one, interrupted=lambda: signals is not None and signals.stopping)
                     record["status"] = "completed"
                     summary.completed += 1

@@ -50,6 +50,10 @@ Measures (times in milliseconds, throughputs per second):
   window, merged over the windows mostly inside the kept interval (trimmed like the means);
   from summary.json's 100 µs buckets (whole run, interpolated inside the bucket) for results
   of an earlier memrelay.
+- ``loaders``, ``loaders_overlap``, ``loaders_start_spread_s`` (clients only): how many load
+  generators ran, the part of the shortest one's kept interval all of them covered on the lab's
+  clock (1: they loaded together; the lab starts them at one instant, ``--start-at``), and how
+  far apart their loads began (the check "Load generators ran together" reads them).
 - ``count_total`` and ``errors_total``: untrimmed totals (bench totals; middleware summary),
   for checking that both sides saw the same requests.
 """
@@ -226,6 +230,7 @@ def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] 
     client_row["count_total"] = sum(b["totals"]["count"] for b in benches)
     client_row["errors_total"] = sum(b["totals"]["errors"] for b in benches)
     client_row["duration_s"] = max(b["duration_s"] for b in benches)
+    client_row.update(_loaders_overlap(benches, keep_from, keep_to))
     if files.get("cpu"):
         cpu = _read_json(path / files["cpu"])
         client_row.update(_cpu_measures(cpu, client_row.get("throughput", math.nan)))
@@ -290,6 +295,31 @@ def _client_interval(interval: dict, keep_from: float, keep_to: float) -> dict:
     return window
 
 
+def _loaders_overlap(benches: list[dict], keep_from: float, keep_to: float) -> dict:
+    """How well the load generators' kept intervals line up on the lab's clock (their
+    ``start_unix_s`` already on it): ``loaders``, ``loaders_overlap`` (the part of the shortest
+    kept interval that every one of them covers; 1 when they loaded together, NaN with one) and
+    ``loaders_start_spread_s`` (latest start minus earliest). The clients' windows are summed
+    second by second, which adds up requests of one moment only when they overlap."""
+    spans = []
+    for bench, series in zip(benches, _per_bench(benches, keep_from, keep_to)):
+        kept = [w for w in series if w["kept"]]
+        start = bench["start_unix_s"]
+        spans.append((start + kept[0]["t_s"], start + kept[-1]["t_s"] + kept[-1]["length_s"]) if kept else None)
+    starts = [bench["start_unix_s"] for bench in benches]
+    measures = {"loaders": len(benches), "loaders_start_spread_s": max(starts) - min(starts),
+                "loaders_overlap": math.nan}
+    if len(benches) < 2:
+        return measures
+    if any(span is None for span in spans):
+        measures["loaders_overlap"] = 0.0
+        return measures
+    shortest = min(end - begin for begin, end in spans)
+    common = min(end for _, end in spans) - max(begin for begin, _ in spans)
+    measures["loaders_overlap"] = max(common, 0.0) / shortest if shortest > 0 else 0.0
+    return measures
+
+
 def _bench_type(summary: dict) -> dict:
     latency = summary.get("latency_us") or {}
     return {
@@ -299,7 +329,8 @@ def _bench_type(summary: dict) -> dict:
 
 
 def _client_windows(benches: list[dict], keep_from: float, keep_to: float) -> list[dict]:
-    """The benches' intervals added second by second (they start together, within milliseconds)."""
+    """The benches' intervals added second by second (their loads begin at one instant, `--start-at`;
+    `_loaders_overlap` measures how well)."""
     by_second: dict[int, list[dict]] = {}
     for series in _per_bench(benches, keep_from, keep_to):
         for window in series:
