@@ -173,10 +173,13 @@ class LocalHost(Host):
     def stop(self, handle: ProcessHandle, grace: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
         if self.poll(handle) is None:
             handle.stopped_by_us = True
+            deadline = time.monotonic() + grace
             _signal_group(handle.pid, sig)
-            if self.wait(handle, grace) is None:
+            # The whole group, not only its leader: what it forked may outlive it by a moment.
+            if self.wait(handle, grace) is None or not _group_gone(handle.pid, deadline):
                 _signal_group(handle.pid, signal.SIGKILL)
                 self.wait(handle, 5.0)
+                _group_gone(handle.pid, time.monotonic() + 5.0)
         return handle.returncode
 
     def stop_many(self, handles: list[ProcessHandle], grace: float = 5.0) -> None:
@@ -189,9 +192,10 @@ class LocalHost(Host):
         for handle in live:
             self.wait(handle, deadline - time.monotonic())
         for handle in live:
-            if self.poll(handle) is None:
+            if self.poll(handle) is None or not _group_gone(handle.pid, deadline):
                 _signal_group(handle.pid, signal.SIGKILL)
                 self.wait(handle, 5.0)
+                _group_gone(handle.pid, time.monotonic() + 5.0)
 
     def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
         live = [h for h in list(self._live.values()) if self.poll(h) is None]
@@ -226,6 +230,37 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)  # the child leads its own session, so its group id is its pid
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (zombies, dead but not yet reaped by
+    whoever inherited them, do not count). /proc where there is one, else kill(0)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def _group_gone(pgid: int, deadline: float) -> bool:
+    """Waits (bounded by ``deadline``) until no process of group ``pgid`` runs; whether none does."""
+    while _group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 _PR_SET_PDEATHSIG = 1
