@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import peers, rows as rowlib, workcheck
+from benchlib import peers, profile, rows as rowlib, workcheck
 from benchlib.processes import Processes, cpu_split, free_port, wait_for_port
 from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
 
@@ -69,6 +69,7 @@ def measure(pid: int, port: int, servers: list[int], row: rowlib.Row, seconds: f
     sets = (result.get("set") or {}).get("count", 0)
     per_server = workcheck.deltas(counters_before, counters_after)
     return {
+        "requests": totals["count"],
         "ops_per_sec": totals["ops_per_sec"],
         "p50_us": totals["latency_us"]["p50"],
         "p99_us": totals["latency_us"]["p99"],
@@ -132,6 +133,9 @@ def main() -> int:
     parser.add_argument("--baseline-bin", type=Path, default=None,
                         help="a directory with an earlier memrelay build: every memrelay target also runs from it, "
                              "named NAME@baseline, interleaved with this build (before/after in one run)")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead of the comparison: one run per cell under perf stat, perf record and strace "
+                             "(where the time goes, per request)")
     parser.add_argument("--json-out", type=Path, default=ROOT / "results" / "bench" / "proxies.json")
     args = parser.parse_args()
     if args.quick:
@@ -150,6 +154,8 @@ def main() -> int:
         names = DEFAULT_TARGETS
     if args.targets:
         names = args.targets.split(",")
+    if args.profile and args.json_out == parser.get_default("json_out"):
+        args.json_out = ROOT / "results" / "bench" / "profile.json"
     if args.baseline_bin:
         if not (args.baseline_bin / "memrelay").is_file():
             parser.error(f"no memrelay binary in {args.baseline_bin}")
@@ -172,6 +178,8 @@ def main() -> int:
                 for name in names:
                     if isinstance(targets[(name, row.layout)], peers.Cannot):
                         samples[(row.name, name)] = targets[(name, row.layout)].reason
+            if args.profile:
+                return run_profiles(cells, targets, servers, args, work)
             total, done = args.repetitions * len(cells), 0
             for rep in range(args.repetitions):
                 for row in rows:
@@ -209,6 +217,51 @@ def main() -> int:
     return 0
 
 
+def run_profiles(cells, targets, servers, args, work: Path) -> int:
+    """Each cell once plainly, then under each profiler; prints where the time goes per request."""
+    results = []
+    for row, name in cells:
+        port, pid = targets[(name, row.layout)]
+        ports = [p for p, _ in servers[: row.servers]]
+        print(f"bench: profiling {row.name} / {name}", file=sys.stderr, flush=True)
+
+        def once() -> int:
+            return measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")["requests"]
+
+        plain = measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")
+        results.append({"row": row.name, "target": name, "plain": plain,
+                        "perf_stat": profile.perf_stat(pid, once, work),
+                        "perf_record": profile.perf_record(pid, once, work),
+                        "strace": profile.strace_counts(pid, once, work)})
+    print_profiles(results)
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps(results, indent=2))
+    print(f"\nwritten: {args.json_out}")
+    return 0
+
+
+def print_profiles(results) -> None:
+    print("\nper request answered: CPU (user/system from /proc in a plain run), context switches (perf stat), "
+          "system calls (strace -c -f), kernel share of CPU samples (perf record -e cpu-clock)\n")
+    header = (f"{'row':<27} {'target':<22} {'ops/s':>8} {'cpu us':>7} {'user':>6} {'sys':>6} {'ctxsw':>6} "
+              f"{'calls':>6} {'kernel':>7}  top calls per request")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        p, st, rec, tr = r["plain"], r["perf_stat"], r["perf_record"], r["strace"]
+        top = ", ".join(f"{n} {c:.2f}" for n, c in list(tr["by_call"].items())[:4])
+        print(f"{r['row']:<27} {r['target']:<22} {fmt(p['ops_per_sec']):>8} {fmt(p['cpu_us_per_request'], 1):>7} "
+              f"{fmt(p['user_us_per_request'], 1):>6} {fmt(p['system_us_per_request'], 1):>6} "
+              f"{st['context_switches_per_request']:>6.2f} {tr['syscalls_per_request']:>6.2f} "
+              f"{rec['kernel_share']:>7.0%}  {top}")
+    print("\nhottest symbols (share of the target's CPU samples)\n")
+    for r in results:
+        print(f"{r['row']} / {r['target']}:")
+        for symbol, share in r["perf_record"]["top_symbols"][:8]:
+            print(f"  {share:>6.1%}  {symbol[:110]}")
+        print()
+
+
 def fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -244,7 +297,7 @@ def print_table(table, names, args, minutes: float) -> None:
 def print_verdicts(table) -> None:
     """memrelay's better setting against the best peer, row by row, against the issue's bar."""
     print(f"memrelay's best setting against the best peer (bar: throughput >= {THROUGHPUT_BAR}x, p99 <= 1x, "
-          f"cpu/req <= {CPU_BAR}x)\n")
+          f"cpu/req <= {CPU_BAR}x;\nat a fixed rate (open loop) throughput only has to keep up)\n")
     header = f"{'row':<27} {'memrelay':<20} {'best peer':<16} {'tput x':>6} {'p99 x':>6} {'cpu x':>6} {'of direct':>9}  bar"
     print(header)
     print("-" * len(header))

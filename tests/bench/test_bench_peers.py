@@ -179,3 +179,20 @@ def test_work_check_fails_two_copies_on_one_server():
     found = workcheck.problems(row, 1000, 0, [{"cmd_set": 2000, "cmd_get": 0}, {"cmd_set": 0, "cmd_get": 0},
                                               {"cmd_set": 0, "cmd_get": 0}], direct=False)
     assert any("two copies on one server" in p for p in found), found
+
+
+def test_verdict_takes_the_better_memrelay_and_the_best_peer():
+    from benchlib.summary import verdict
+
+    def t(ops, p99, cpu):
+        return {"ops_per_sec": ops, "p99_us": p99, "cpu_us_per_request": cpu}
+
+    targets = {"memcached": t(100, 50, 1.0), "twemproxy": t(40, 200, 10.0), "memcached-proxy": t(50, 100, 10.0),
+               "memrelay-evented/1": t(55, 90, 6.0), "memrelay-evented/2": t(70, 90, 7.0)}
+    v = verdict(targets)
+    assert (v["memrelay"], v["peer"]) == ("memrelay-evented/2", "memcached-proxy")
+    assert (v["throughput_ratio"], v["p99_ratio"], v["cpu_ratio"], v["of_direct"]) == (1.4, 0.9, 0.7, 0.7)
+    assert v["meets_bar"]
+    targets["memcached-proxy"] = t(60, 100, 10.0)  # 70/60 < 1.25
+    assert not verdict(targets)["meets_bar"]
+    assert verdict(targets, fixed_rate=True)["meets_bar"]  # a fixed rate: keeping up is enough
