@@ -35,16 +35,21 @@ def target_summary(runs: list[dict]) -> dict:
     }
 
 
-def best(targets: dict[str, dict], names: list[str]) -> str | None:
-    """The name among `names` with the highest median throughput (None when none ran)."""
+def best(targets: dict[str, dict], names: list[str], fixed_rate: bool = False) -> str | None:
+    """The name among `names` with the highest median throughput, or at a fixed rate (where
+    every target that keeps up has the same) the lowest p99; None when none ran."""
     ran = [n for n in names if n in targets and targets[n].get("ops_per_sec")]
-    return max(ran, key=lambda n: targets[n]["ops_per_sec"]) if ran else None
+    if not ran:
+        return None
+    if fixed_rate:
+        return min(ran, key=lambda n: targets[n]["p99_us"])
+    return max(ran, key=lambda n: targets[n]["ops_per_sec"])
 
 
 def verdict(targets: dict[str, dict], fixed_rate: bool = False) -> dict:
     """memrelay's best against the best peer in one row (targets: name -> summary or cannot)."""
-    memrelay = best(targets, [n for n in targets if n.startswith("memrelay") and "@baseline" not in n])
-    peer = best(targets, [n for n in targets if is_peer(n)])
+    memrelay = best(targets, [n for n in targets if n.startswith("memrelay") and "@baseline" not in n], fixed_rate)
+    peer = best(targets, [n for n in targets if is_peer(n)], fixed_rate)
     out = {"memrelay": memrelay, "peer": peer}
     if memrelay and peer:
         m, p = targets[memrelay], targets[peer]

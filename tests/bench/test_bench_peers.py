@@ -195,4 +195,15 @@ def test_verdict_takes_the_better_memrelay_and_the_best_peer():
     assert v["meets_bar"]
     targets["memcached-proxy"] = t(60, 100, 10.0)  # 70/60 < 1.25
     assert not verdict(targets)["meets_bar"]
-    assert verdict(targets, fixed_rate=True)["meets_bar"]  # a fixed rate: keeping up is enough
+
+
+def test_at_a_fixed_rate_the_best_is_the_lowest_p99():
+    from benchlib.summary import verdict
+
+    targets = {"twemproxy": {"ops_per_sec": 20_000, "p99_us": 900, "cpu_us_per_request": 10.0},
+               "memcached-proxy": {"ops_per_sec": 20_010, "p99_us": 2_000, "cpu_us_per_request": 10.0},
+               "memrelay-evented/1": {"ops_per_sec": 19_990, "p99_us": 800, "cpu_us_per_request": 7.0},
+               "memrelay-evented/2": {"ops_per_sec": 20_020, "p99_us": 1_000, "cpu_us_per_request": 7.0}}
+    v = verdict(targets, fixed_rate=True)
+    assert (v["memrelay"], v["peer"]) == ("memrelay-evented/1", "twemproxy")
+    assert v["meets_bar"]
