@@ -50,7 +50,8 @@ test-clients: deps
 test-bench: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/bench -q
 
-# Side-by-side throughput and CPU per request of memcached, twemproxy and both engines.
+# Side-by-side throughput, p99 and CPU per request of memcached, twemproxy, memcached's proxy
+# (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1).
 bench: build
 	@scripts/bench.sh
 

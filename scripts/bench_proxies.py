@@ -269,15 +269,17 @@ def fmt(value: float | None, digits: int = 0) -> str:
 def print_table(table, names, args, minutes: float) -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nmedians of {args.repetitions} interleaved runs of {args.seconds:g} s ({minutes:.1f} min in all; "
-          f"{os.cpu_count()} cores, load average now {load}); x = throughput / the row's best peer; "
+          f"{os.cpu_count()} cores, load average now {load}); x = throughput / the row's best peer "
+          f"(without peers: / {names[0]}); "
           f"cpu = the target process's user + system time per request (memcached: the server's own)\n")
     header = (f"{'row':<27} {'target':<24} {'ops/s':>9} {'x':>5} {'p50 us':>7} {'p99 us':>7} "
               f"{'cpu us/req':>10} {'sys %':>6}")
     print(header)
     print("-" * len(header))
     for entry in table:
-        peer = entry["verdict"].get("peer")
-        peer_ops = entry["targets"][peer]["ops_per_sec"] if peer else None
+        # Ratios against the best peer, or without peers (--measurement-cost) the first target.
+        reference = entry["verdict"].get("peer") or names[0]
+        peer_ops = (entry["targets"].get(reference) or {}).get("ops_per_sec")
         for name in names:
             t = entry["targets"].get(name)
             if t is None:
@@ -296,6 +298,9 @@ def print_table(table, names, args, minutes: float) -> None:
 
 def print_verdicts(table) -> None:
     """memrelay's better setting against the best peer, row by row, against the issue's bar."""
+    if not any(entry["verdict"].get("peer") or any("cannot" in t for t in entry["targets"].values())
+               for entry in table):
+        return  # no peer among the targets (e.g. --measurement-cost)
     print(f"memrelay's best setting against the best peer (bar: throughput >= {THROUGHPUT_BAR}x, p99 <= 1x, "
           f"cpu/req <= {CPU_BAR}x;\nat a fixed rate (open loop) throughput only has to keep up)\n")
     header = f"{'row':<27} {'memrelay':<20} {'best peer':<16} {'tput x':>6} {'p99 x':>6} {'cpu x':>6} {'of direct':>9}  bar"
