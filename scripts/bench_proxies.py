@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of memcached direct, twemproxy and memrelay's engines.
+"""Side-by-side benchmark of memrelay against memcached direct, twemproxy and memcached's proxy.
 
-Every target sits in front of the same memcached and is driven by memrelay-bench with the same
-workload; rows and targets are interleaved and repeated, so slow drift of this shared machine
-hits every target alike. Reported per row and target: median throughput, p50 and p99 latency,
-and the proxy process's CPU time per request (from /proc/PID/stat), with ratios to twemproxy.
+Three memcached servers are started and filled with the same keys; every target sits in front
+of the servers its row needs (scripts/benchlib/rows.py) and is driven by memrelay-bench with the
+same workload. Rows and targets are interleaved and repeated, so slow drift of this shared
+machine hits every target alike. Reported per row and target: median throughput, p50 and p99
+latency, and the target process's CPU time per request (user + system, from /proc/PID/stat);
+per row, memrelay's better thread setting against the best peer. After every measurement the
+servers' counters must show that the target did the row's job (scripts/benchlib/workcheck.py).
 
     scripts/bench_proxies.py                      # the proxy comparison (make bench)
+    BENCH_QUICK=1 scripts/bench_proxies.py        # one short repetition, for development
     scripts/bench_proxies.py --measurement-cost   # memrelay with and without --stats-dir
     scripts/bench_proxies.py --baseline-bin DIR   # also DIR/memrelay beside this build (before/after)
 
-Standard library only. Every process it starts is stopped on exit, also on Ctrl-C.
+memcached's proxy is not packaged: MEMCACHED_PROXY=/path/to/memcached (built with
+--enable-proxy) adds it; without it its cells say so. Standard library only. Every process it
+starts is stopped on exit, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,274 +25,297 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchlib import peers, profile, rows as rowlib, workcheck
+from benchlib.processes import Processes, cpu_split, free_port, wait_for_port
+from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+KEYS = 10_000
+DEFAULT_TARGETS = ["memcached", "twemproxy", "memcached-proxy", "memrelay-evented/1", f"memrelay-evented/{peers.CORES}"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc (fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-@dataclass
-class Processes:
-    """Every process started here, stopped together."""
-
-    started: list[subprocess.Popen] = field(default_factory=list)
-
-    def start(self, argv: list[str], log: Path) -> subprocess.Popen:
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        self.started.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in self.started:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.started:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def find(binary: str, hint: str) -> str:
-    for candidate in (BIN / binary, Path("/usr/sbin") / binary, Path("/usr/bin") / binary):
-        if candidate.exists():
-            return str(candidate)
-    found = shutil.which(binary)
-    if not found:
-        sys.exit(f"bench: error: {binary} not found; {hint}")
-    return found
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    ratio: str
-    clients: int
-    pipeline: int
-
-
-ROWS = [
-    Row("read 16", "0:1", 16, 1),
-    Row("read 64", "0:1", 64, 1),
-    Row("read 16x16 pipelined", "0:1", 16, 16),
-    Row("write 16", "1:0", 16, 1),
-    Row("write 64", "1:0", 64, 1),
-    Row("write 16x16 pipelined", "1:0", 16, 16),
-]
-
-
-def run_bench(port: int, row: Row, seconds: float, keys: int, out: Path) -> dict:
-    argv = [
-        find("memrelay-bench", "run `make build`"),
-        "--server", f"127.0.0.1:{port}",
-        "--threads", "1",
-        "--clients", str(row.clients),
-        "--pipeline", str(row.pipeline),
-        "--ratio", row.ratio,
-        "--data-size", "1024",
-        "--key-maximum", str(keys),
-        "--test-time", str(seconds),
-        "--json-out", str(out),
-        "--quiet",
+def bench_argv(ports: list[int], row: rowlib.Row, seconds: float, out: Path) -> list[str]:
+    argv = [peers.find("memrelay-bench", BIN, "run `make build`")]
+    for port in ports:
+        argv += ["--server", f"127.0.0.1:{port}"]
+    argv += [
+        "--threads", "1", "--clients", str(row.clients), "--pipeline", str(row.pipeline),
+        "--ratio", row.ratio, "--multiget", str(row.multiget), "--data-size", "1024",
+        "--key-maximum", str(KEYS - 1), "--test-time", str(seconds), "--json-out", str(out), "--quiet",
     ]
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=seconds + 30)
-    return json.loads(out.read_text())
+    return argv + (["--rate", str(row.rate)] if row.rate else [])
 
 
-def measure(target_pid: int | None, port: int, row: Row, seconds: float, keys: int, out: Path) -> dict:
-    before = cpu_seconds(target_pid) if target_pid else 0.0
-    result = run_bench(port, row, seconds, keys, out)
-    after = cpu_seconds(target_pid) if target_pid else 0.0
+def measure(pid: int, port: int, servers: list[int], row: rowlib.Row, seconds: float, out: Path,
+            direct: bool) -> dict:
+    """One run of the row against the target on `port`: bench results, CPU, work check."""
+    counters_before = [workcheck.server_counters(p) for p in servers]
+    user0, sys0 = cpu_split(pid)
+    subprocess.run(bench_argv([port], row, seconds, out), check=True, stdout=subprocess.DEVNULL, timeout=seconds + 60)
+    user1, sys1 = cpu_split(pid)
+    counters_after = [workcheck.server_counters(p) for p in servers]
+    result = json.loads(out.read_text())
     totals = result["totals"]
     requests = max(totals["count"], 1)
+    get_keys = sum((result.get(kind) or {}).get("keys", 0) for kind in ("get", "multiget"))
+    sets = (result.get("set") or {}).get("count", 0)
+    per_server = workcheck.deltas(counters_before, counters_after)
     return {
+        "requests": totals["count"],
         "ops_per_sec": totals["ops_per_sec"],
         "p50_us": totals["latency_us"]["p50"],
         "p99_us": totals["latency_us"]["p99"],
         "errors": totals["errors"],
-        "cpu_us_per_request": (after - before) * 1e6 / requests if target_pid else None,
+        "misses": totals["misses"],
+        "cpu_us_per_request": ((user1 - user0) + (sys1 - sys0)) * 1e6 / requests,
+        "user_us_per_request": (user1 - user0) * 1e6 / requests,
+        "system_us_per_request": (sys1 - sys0) * 1e6 / requests,
+        "server_counts": per_server,
+        "work_problems": workcheck.problems(row, sets, get_keys, per_server, direct),
     }
 
 
-def start_targets(procs: Processes, work: Path, memcached_port: int, which: list[str],
-                  baseline_bin: Path | None = None) -> dict[str, tuple[int, int | None]]:
-    """Starts each target in front of the memcached; returns name -> (port, pid to measure).
-
-    A memrelay target whose name ends in `@baseline` runs `baseline_bin/memrelay` (an earlier build)."""
-    targets: dict[str, tuple[int, int | None]] = {}
-    for name in which:
-        memrelay = find("memrelay", "run `make build`")
-        if name.endswith("@baseline"):
-            memrelay = str(baseline_bin / "memrelay")
+def start_servers(procs: Processes, work: Path, count: int) -> list[tuple[int, int]]:
+    """`count` memcached servers, each filled with keys 0..KEYS-1; returns (port, pid) each."""
+    servers = []
+    for i in range(count):
         port = free_port()
-        if name == "memcached":
-            targets[name] = (memcached_port, None)
-            continue
-        if name == "twemproxy":
-            conf = work / "nutcracker.yml"
-            conf.write_text(
-                "pool:\n"
-                f"  listen: 127.0.0.1:{port}\n"
-                "  hash: md5\n  distribution: ketama\n  auto_eject_hosts: false\n"
-                "  server_connections: 1\n"
-                f"  servers:\n   - 127.0.0.1:{memcached_port}:1\n"
-            )
-            argv = [find("nutcracker", "run `make deps`"), "-c", str(conf), "-s", str(free_port()), "-o", str(work / "nutcracker.log")]
-        elif name.startswith("memrelay"):
-            # memrelay-ENGINE[/N][+stats]: N workers (pool) or event threads (evented).
-            engine, _, stats = name.removeprefix("memrelay-").removesuffix("@baseline").partition("+")
-            engine, _, count = engine.partition("/")
-            argv = [memrelay, "--engine", engine, "--listen", f"127.0.0.1:{port}", "--server", f"127.0.0.1:{memcached_port}"]
-            if engine == "pool":
-                argv += ["--workers", count or "16"]
-            else:
-                argv += ["--threads", count or str(os.cpu_count() or 1)]
-            if stats == "stats":
-                argv += ["--stats-dir", str(work / f"stats-{engine}-{count}")]
-        else:
-            raise ValueError(name)
-        proc = procs.start(argv, work / f"{name.replace('/', '-')}.log")
-        wait_for_port(port)
-        targets[name] = (port, proc.pid)
-    return targets
+        argv = [peers.find("memcached", BIN, "run `make deps`"), "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                "-m", "256", "-t", "2", "-c", str(peers.MAX_CONNECTIONS)]
+        argv += ["-u", "root"] if os.geteuid() == 0 else []
+        proc = procs.start(argv, work / f"memcached-{i}.log")
+        wait_for_port(port, proc)
+        populate = [peers.find("memrelay-bench", BIN, "run `make build`"), "--server", f"127.0.0.1:{port}", "--populate",
+                    "--key-maximum", str(KEYS - 1), "--data-size", "1024", "--quiet", "--threads", "1", "--clients", "8"]
+        subprocess.run(populate, check=True, stdout=subprocess.DEVNULL, timeout=120)
+        servers.append((port, proc.pid))
+    return servers
+
+
+def start_targets(procs: Processes, work: Path, servers: list[tuple[int, int]], names: list[str], layouts: set[str],
+                  baseline_bin: Path | None) -> dict[tuple[str, str], tuple[int, int] | peers.Cannot]:
+    """Every target for every layout: (name, layout) -> (port, pid to measure) or Cannot."""
+    started: dict[tuple[str, str], tuple[int, int] | peers.Cannot] = {}
+    for layout in sorted(layouts):
+        ports = [port for port, _ in servers[: rowlib.SERVERS[layout]]]
+        for name in names:
+            if name == "memcached":
+                started[(name, layout)] = servers[0]  # direct to one server: the ceiling
+                continue
+            listen = free_port()
+            argv = peers.command(name, layout, listen, ports, work, BIN, baseline_bin)
+            if isinstance(argv, peers.Cannot):
+                started[(name, layout)] = argv
+                continue
+            proc = procs.start(argv, work / f"{name}-{layout}.log".replace("/", "-"))
+            wait_for_port(listen, proc)
+            started[(name, layout)] = (listen, proc.pid)
+    return started
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=4.0, help="length of one measurement")
-    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of one measurement")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1",
+                        help="one repetition of 1 s (also BENCH_QUICK=1): for development, not for claims")
     parser.add_argument("--rows", default=None, help="comma-separated row names (default: all)")
     parser.add_argument("--measurement-cost", action="store_true", help="memrelay with and without --stats-dir")
     parser.add_argument("--targets", default=None, help="comma-separated targets, e.g. twemproxy,memrelay-evented/1")
     parser.add_argument("--baseline-bin", type=Path, default=None,
                         help="a directory with an earlier memrelay build: every memrelay target also runs from it, "
                              "named NAME@baseline, interleaved with this build (before/after in one run)")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead of the comparison: one run per cell under perf stat, perf record and strace "
+                             "(where the time goes, per request)")
     parser.add_argument("--json-out", type=Path, default=ROOT / "results" / "bench" / "proxies.json")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.repetitions = 1.0, 1
+    try:
+        rows = rowlib.select(args.rows)
+    except ValueError as err:
+        parser.error(str(err))
 
-    rows = ROWS if not args.rows else [r for r in ROWS if r.name in args.rows.split(",")]
     if args.measurement_cost:
         names = ["memrelay-pool", "memrelay-pool+stats", "memrelay-evented", "memrelay-evented+stats"]
-        rows = [r for r in rows if r.pipeline == 1 and r.clients == 16] if not args.rows else rows
-        baseline = None
+        rows = [r for r in rows if r.pipeline == 1 and r.clients == 16 and r.layout == "single"] if not args.rows else rows
         if args.json_out == parser.get_default("json_out"):
             args.json_out = ROOT / "results" / "bench" / "measurement-cost.json"
     else:
-        names = ["memcached", "twemproxy", "memrelay-pool", "memrelay-evented"]
-        baseline = "twemproxy"
-
+        names = DEFAULT_TARGETS
     if args.targets:
         names = args.targets.split(",")
-        baseline = baseline if baseline in names else None
+    if args.profile and args.json_out == parser.get_default("json_out"):
+        args.json_out = ROOT / "results" / "bench" / "profile.json"
     if args.baseline_bin:
         if not (args.baseline_bin / "memrelay").is_file():
             parser.error(f"no memrelay binary in {args.baseline_bin}")
         names = [n for name in names for n in ([name, f"{name}@baseline"] if name.startswith("memrelay") else [name])]
+    if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
+        print("bench: memcached-proxy skipped: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+              file=sys.stderr)
+
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    samples: dict[tuple[str, str], list[dict]] = {}
+    samples: dict[tuple[str, str], list[dict] | str] = {}
+    started_at = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="memrelay-bench-") as tmp:
             work = Path(tmp)
-            memcached_port = free_port()
-            memcached = [find("memcached", "run `make deps`"), "-l", "127.0.0.1", "-p", str(memcached_port), "-U", "0", "-m", "256", "-t", "2"]
-            if os.geteuid() == 0:
-                memcached += ["-u", "root"]
-            procs.start(memcached, work / "memcached.log")
-            wait_for_port(memcached_port)
-            keys = 10_000
-            populate = [find("memrelay-bench", "run `make build`"), "--server", f"127.0.0.1:{memcached_port}", "--populate",
-                        "--key-maximum", str(keys), "--data-size", "1024", "--quiet", "--threads", "1", "--clients", "8"]
-            subprocess.run(populate, check=True, stdout=subprocess.DEVNULL, timeout=120)
-            targets = start_targets(procs, work, memcached_port, names, args.baseline_bin)
-            total = args.repetitions * len(rows) * len(names)
-            done = 0
-            started = time.monotonic()
+            servers = start_servers(procs, work, max(r.servers for r in rows))
+            targets = start_targets(procs, work, servers, names, {r.layout for r in rows}, args.baseline_bin)
+            cells = [(row, name) for row in rows for name in names if not isinstance(targets[(name, row.layout)], peers.Cannot)]
+            for row in rows:
+                for name in names:
+                    if isinstance(targets[(name, row.layout)], peers.Cannot):
+                        samples[(row.name, name)] = targets[(name, row.layout)].reason
+            if args.profile:
+                return run_profiles(cells, targets, servers, args, work)
+            total, done = args.repetitions * len(cells), 0
             for rep in range(args.repetitions):
                 for row in rows:
-                    order = names[:]
+                    order = [name for r, name in cells if r is row]
                     random.Random(rep * 1000 + rows.index(row)).shuffle(order)
                     for name in order:
                         done += 1
-                        left = (time.monotonic() - started) / done * (total - done) if done > 1 else total * args.seconds
-                        print(f"bench: {done}/{total} rep {rep + 1} {row.name:<22} {name:<26} ~{left:.0f} s left", file=sys.stderr, flush=True)
-                        port, pid = targets[name]
-                        result = measure(pid, port, row, args.seconds, keys, work / "bench.json")
+                        elapsed = time.monotonic() - started_at
+                        left = elapsed / done * (total - done + 1) if done > 1 else total * (args.seconds + 1)
+                        print(f"bench: {done}/{total} rep {rep + 1} {row.name:<27} {name:<24} ~{left:.0f} s left",
+                              file=sys.stderr, flush=True)
+                        port, pid = targets[(name, row.layout)]
+                        ports = [p for p, _ in servers[: row.servers]]
+                        result = measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")
+                        for problem in result["work_problems"]:
+                            print(f"bench: WORK CHECK: {row.name} / {name}: {problem}", file=sys.stderr)
                         samples.setdefault((row.name, name), []).append(result)
     finally:
         procs.stop_all()
 
-    table = summarize(samples, rows, names, baseline)
-    print_table(table, names, baseline, args)
+    table = summarize(samples, rows, names)
+    minutes = (time.monotonic() - started_at) / 60
+    print_table(table, names, args, minutes)
+    print_verdicts(table)
     print_before_after(table, names)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps({"seconds": args.seconds, "repetitions": args.repetitions, "rows": table}, indent=2))
+    args.json_out.write_text(json.dumps({"seconds": args.seconds, "repetitions": args.repetitions,
+                                         "load_average": os.getloadavg(), "cores": os.cpu_count(),
+                                         "rows": table}, indent=2))
+    print(f"\nwritten: {args.json_out}")
+    failed = [(e["row"], n) for e in table for n, t in e["targets"].items() if t.get("work_problems")]
+    if failed:
+        print(f"bench: error: the servers' counters say these cells did not do the row's job: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_profiles(cells, targets, servers, args, work: Path) -> int:
+    """Each cell once plainly, then under each profiler; prints where the time goes per request."""
+    results = []
+    for row, name in cells:
+        port, pid = targets[(name, row.layout)]
+        ports = [p for p, _ in servers[: row.servers]]
+        print(f"bench: profiling {row.name} / {name}", file=sys.stderr, flush=True)
+
+        def once() -> int:
+            return measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")["requests"]
+
+        plain = measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")
+        results.append({"row": row.name, "target": name, "plain": plain,
+                        "perf_stat": profile.perf_stat(pid, once, work),
+                        "perf_record": profile.perf_record(pid, once, work),
+                        "strace": profile.strace_counts(pid, once, work)})
+    print_profiles(results)
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps(results, indent=2))
     print(f"\nwritten: {args.json_out}")
     return 0
 
 
-def median(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+def print_profiles(results) -> None:
+    print("\nper request answered: CPU (user/system from /proc in a plain run), context switches (perf stat), "
+          "system calls (strace -c -f), kernel share of CPU samples (perf record -e cpu-clock)\n")
+    header = (f"{'row':<27} {'target':<22} {'ops/s':>8} {'cpu us':>7} {'user':>6} {'sys':>6} {'ctxsw':>6} "
+              f"{'calls':>6} {'kernel':>7}  top calls per request")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        p, st, rec, tr = r["plain"], r["perf_stat"], r["perf_record"], r["strace"]
+        top = ", ".join(f"{n} {c:.2f}" for n, c in list(tr["by_call"].items())[:4])
+        print(f"{r['row']:<27} {r['target']:<22} {fmt(p['ops_per_sec']):>8} {fmt(p['cpu_us_per_request'], 1):>7} "
+              f"{fmt(p['user_us_per_request'], 1):>6} {fmt(p['system_us_per_request'], 1):>6} "
+              f"{st['context_switches_per_request']:>6.2f} {tr['syscalls_per_request']:>6.2f} "
+              f"{rec['kernel_share']:>7.0%}  {top}")
+    print("\nhottest symbols (share of the target's CPU samples)\n")
+    for r in results:
+        print(f"{r['row']} / {r['target']}:")
+        for symbol, share in r["perf_record"]["top_symbols"][:8]:
+            print(f"  {share:>6.1%}  {symbol[:110]}")
+        print()
 
 
-def summarize(samples, rows, names, baseline):
-    table = []
-    for row in rows:
-        entry = {"row": row.name, "targets": {}}
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def print_table(table, names, args, minutes: float) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nmedians of {args.repetitions} interleaved runs of {args.seconds:g} s ({minutes:.1f} min in all; "
+          f"{os.cpu_count()} cores, load average now {load}); x = throughput / the row's best peer "
+          f"(without peers: / {names[0]}); "
+          f"cpu = the target process's user + system time per request (memcached: the server's own)\n")
+    header = (f"{'row':<27} {'target':<24} {'ops/s':>9} {'x':>5} {'p50 us':>7} {'p99 us':>7} "
+              f"{'cpu us/req':>10} {'sys %':>6}")
+    print(header)
+    print("-" * len(header))
+    for entry in table:
+        # Ratios against the best peer, or without peers (--measurement-cost) the first target.
+        reference = entry["verdict"].get("peer") or names[0]
+        peer_ops = (entry["targets"].get(reference) or {}).get("ops_per_sec")
         for name in names:
-            runs = samples[(row.name, name)]
-            entry["targets"][name] = {
-                "ops_per_sec": median([r["ops_per_sec"] for r in runs]),
-                "p50_us": median([r["p50_us"] for r in runs]),
-                "p99_us": median([r["p99_us"] for r in runs]),
-                "cpu_us_per_request": median([r["cpu_us_per_request"] for r in runs]),
-                "errors": sum(r["errors"] for r in runs),
-                "runs": runs,
-            }
-        reference = entry["targets"].get(baseline) if baseline else entry["targets"][names[0]]
-        for name in names:
-            t = entry["targets"][name]
-            t["throughput_ratio"] = t["ops_per_sec"] / reference["ops_per_sec"] if reference["ops_per_sec"] else None
-            cpu, ref_cpu = t["cpu_us_per_request"], reference["cpu_us_per_request"]
-            t["cpu_ratio"] = cpu / ref_cpu if cpu and ref_cpu else None
-        table.append(entry)
-    return table
+            t = entry["targets"].get(name)
+            if t is None:
+                continue
+            if "cannot" in t:
+                print(f"{entry['row']:<27} {name:<24} {t['cannot']}")
+                continue
+            ratio = f"{t['ops_per_sec'] / peer_ops:.2f}" if peer_ops else "-"
+            cpu = t["cpu_us_per_request"]
+            sys_share = f"{t['system_us_per_request'] / cpu:.0%}" if cpu else "-"
+            flag = "  WORK CHECK FAILED" if t["work_problems"] else ""
+            print(f"{entry['row']:<27} {name:<24} {fmt(t['ops_per_sec']):>9} {ratio:>5} {fmt(t['p50_us']):>7} "
+                  f"{fmt(t['p99_us']):>7} {fmt(cpu, 1):>10} {sys_share:>6}{flag}")
+        print()
+
+
+def print_verdicts(table) -> None:
+    """memrelay's better setting against the best peer, row by row, against the issue's bar."""
+    if not any(entry["verdict"].get("peer") or any("cannot" in t for t in entry["targets"].values())
+               for entry in table):
+        return  # no peer among the targets (e.g. --measurement-cost)
+    print(f"memrelay's best setting against the best peer (bar: throughput >= {THROUGHPUT_BAR}x, p99 <= 1x, "
+          f"cpu/req <= {CPU_BAR}x;\nat a fixed rate (open loop) throughput only has to keep up)\n")
+    header = f"{'row':<27} {'memrelay':<20} {'best peer':<16} {'tput x':>6} {'p99 x':>6} {'cpu x':>6} {'of direct':>9}  bar"
+    print(header)
+    print("-" * len(header))
+    for entry in table:
+        v = entry["verdict"]
+        if not v.get("memrelay"):
+            continue
+        peer = v.get("peer") or "(none can)"
+        bar = ("met" if v["meets_bar"] else "not met") if "meets_bar" in v else "-"
+        of_direct = f"{v['of_direct']:.0%}" if v.get("of_direct") else "-"
+        print(f"{entry['row']:<27} {v['memrelay']:<20} {peer:<16} {fmt(v.get('throughput_ratio'), 2):>6} "
+              f"{fmt(v.get('p99_ratio'), 2):>6} {fmt(v.get('cpu_ratio'), 2):>6} {of_direct:>9}  {bar}")
+    print()
 
 
 def print_before_after(table, names) -> None:
@@ -297,28 +326,14 @@ def print_before_after(table, names) -> None:
     print("this build / baseline build (medians): throughput ratio, CPU-per-request ratio\n")
     for entry in table:
         for name in pairs:
-            new, old = entry["targets"][name], entry["targets"][f"{name}@baseline"]
+            new, old = entry["targets"].get(name), entry["targets"].get(f"{name}@baseline")
+            if not new or not old or "cannot" in new or "cannot" in old:
+                continue
             tput = new["ops_per_sec"] / old["ops_per_sec"] if old["ops_per_sec"] else float("nan")
             cpu = (new["cpu_us_per_request"] / old["cpu_us_per_request"]
                    if new["cpu_us_per_request"] and old["cpu_us_per_request"] else float("nan"))
-            print(f"{entry['row']:<22} {name:<26} throughput x{tput:.3f}   cpu/req x{cpu:.3f}")
+            print(f"{entry['row']:<27} {name:<24} throughput x{tput:.3f}   cpu/req x{cpu:.3f}")
     print()
-
-
-def print_table(table, names, baseline, args) -> None:
-    reference = baseline or names[0]
-    print(f"\nmedians of {args.repetitions} interleaved runs of {args.seconds:g} s; ratios against {reference}\n")
-    header = f"{'row':<22} {'target':<26} {'ops/s':>10} {'x':>6} {'p50 us':>8} {'p99 us':>8} {'cpu us/req':>10} {'x':>6}"
-    print(header)
-    print("-" * len(header))
-    for entry in table:
-        for name in names:
-            t = entry["targets"][name]
-            cpu = f"{t['cpu_us_per_request']:.1f}" if t["cpu_us_per_request"] is not None else "-"
-            cpu_ratio = f"{t['cpu_ratio']:.2f}" if t["cpu_ratio"] is not None else "-"
-            print(f"{entry['row']:<22} {name:<26} {t['ops_per_sec']:>10.0f} {t['throughput_ratio']:>6.2f} "
-                  f"{t['p50_us']:>8.0f} {t['p99_us']:>8.0f} {cpu:>10} {cpu_ratio:>6}")
-        print()
 
 
 if __name__ == "__main__":

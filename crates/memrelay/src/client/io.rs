@@ -20,6 +20,9 @@ pub struct ClientIo {
     /// The socket failed.
     pub broken: bool,
     wants_writable: bool,
+    /// The last read found the socket empty (or at its end): until the poller reports more,
+    /// reading again would only return `WouldBlock`, a wasted system call per request.
+    drained: bool,
 }
 
 /// How much a client may have buffered before reading pauses (the engine resumes it).
@@ -38,6 +41,7 @@ impl ClientIo {
             eof: false,
             broken: false,
             wants_writable: false,
+            drained: false,
         }
     }
 
@@ -63,6 +67,7 @@ impl ClientIo {
         if self.eof || self.broken {
             return false;
         }
+        self.drained = false;
         loop {
             if let ReadLimit::Bytes(limit) = limit {
                 if self.input.len() > limit {
@@ -78,10 +83,14 @@ impl ClientIo {
                 Ok(Filled::Bytes { drained }) => {
                     self.arrivals.arrived(self.input.len() - before);
                     if drained && !to_eof {
+                        self.drained = true;
                         return false;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.drained = true;
+                    return false;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
                     self.broken = true;
@@ -89,6 +98,12 @@ impl ClientIo {
                 }
             }
         }
+    }
+
+    /// The last read left nothing in the socket: the next bytes come with a readable event
+    /// (edge-triggered), so an engine need not read again before one.
+    pub fn drained(&self) -> bool {
+        self.drained
     }
 
     /// The buffer replies are appended to; [`ClientIo::flush`] writes it.
@@ -131,5 +146,54 @@ impl ClientIo {
             self.wants_writable = want;
             want
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A socket with `data` waiting, then `WouldBlock`.
+    struct Socket<'a> {
+        data: &'a [u8],
+    }
+
+    impl Read for Socket<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.data.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_short_read_leaves_the_socket_drained() {
+        let mut io = ClientIo::new(64);
+        assert!(!io.drained());
+        assert!(!io.read(Socket { data: b"get a\r\n" }, false, ReadLimit::None));
+        assert!(io.drained());
+        assert_eq!(io.pending(), b"get a\r\n");
+    }
+
+    #[test]
+    fn a_read_to_would_block_leaves_the_socket_drained() {
+        // 16 bytes into a 16-byte chunk: a full read, then WouldBlock.
+        let mut io = ClientIo::new(16);
+        assert!(!io.read(Socket { data: b"get abcdefghij\r\n" }, false, ReadLimit::None));
+        assert!(io.drained());
+        assert_eq!(io.pending().len(), 16);
+    }
+
+    #[test]
+    fn a_read_paused_at_its_limit_is_not_drained() {
+        let data = vec![b'x'; 100];
+        let mut io = ClientIo::new(8);
+        assert!(io.read(Socket { data: &data }, false, ReadLimit::Bytes(8)));
+        assert!(!io.drained());
+        assert!(io.pending().len() < data.len());
     }
 }

@@ -260,9 +260,14 @@ impl Scheduler for EventLoop {
         }
         // Bytes buffered are bounded by the parser (a line, a value), not here: a partial long
         // get line must be read on.
+        // A socket the last read drained is not read again (its next bytes bring an event).
         let reading = starved
             && self.clients.sessions.get(slot).is_some_and(|s| {
-                !s.io.eof && !s.closing && !s.backed_up() && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT
+                !s.io.eof
+                    && !s.io.drained()
+                    && !s.closing
+                    && !s.backed_up()
+                    && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT
             });
         if reading {
             // Reading may have stopped at the in-flight limit with bytes left in the socket.

@@ -1,0 +1,1 @@
+"""The parts of `make bench` (scripts/bench_proxies.py): rows, peers, work checks, summary."""
