@@ -48,7 +48,7 @@ test-clients: deps
 # The bench's peers do each row's job (keys read back from the servers) and its work check
 # catches one that does not; memcached's proxy only with MEMCACHED_PROXY set.
 test-bench: deps
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/bench -q
+	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/bench -q -rs
 
 # Side-by-side throughput, p99 and CPU per request of memcached, twemproxy, memcached's proxy
 # (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1).
