@@ -1,6 +1,8 @@
 //! The command line (binary side only): the clap definition of every option and its conversion,
 //! validated once, into the library's typed [`Settings`]. Nothing in the library sees clap.
 
+use memrelay::access::rules::Rule;
+use memrelay::access::{AccessSettings, Policy};
 use memrelay::health::HealthSettings;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -123,6 +125,25 @@ pub struct Args {
     #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
     pub max_value_size: usize,
 
+    /// Clients must log in as a user of this file (memcached `-Y` format, `user:password` lines)
+    /// with memcached's ASCII authentication; read again on SIGHUP
+    #[arg(long, value_name = "FILE")]
+    pub auth_file: Option<PathBuf>,
+
+    /// An access rule (repeat; `[[access]]` tables in the file), a TOML inline table:
+    /// `{ identity = "tenant-a", prefixes = ["a:"], read_only = false, admin = ["flush_all"] }`
+    #[arg(long = "access", value_name = "RULE")]
+    pub access: Vec<String>,
+
+    /// Most keys in one get/gets/gat/gats; more are refused with CLIENT_ERROR too many keys
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_keys_per_get: Option<u64>,
+
+    /// Most bytes of one reply to a client (a multi-get's values over every server); a larger
+    /// one is answered SERVER_ERROR reply too large
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_reply_bytes: Option<u64>,
+
     /// Write measurements here: windows.jsonl, summary.json, requests.csv.
     #[arg(long, value_name = "DIR")]
     pub stats_dir: Option<PathBuf>,
@@ -177,6 +198,7 @@ impl Args {
     /// Validates the options together and builds the typed settings; the error names the option.
     pub fn into_settings(self) -> Result<Settings, String> {
         let listen = endpoint(&self.listen).map_err(|e| format!("--listen {}: {e}", self.listen))?;
+        let access = self.access_settings()?;
         if self.servers.len() > 1024 {
             return Err("at most 1024 servers".into());
         }
@@ -265,7 +287,27 @@ impl Args {
                 repair_max_keys: self.repair_max_keys.max(1),
             },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            access,
         })
+    }
+}
+
+impl Args {
+    /// Authentication, rules and request limits, checked together (the auth file is read once
+    /// here so that a bad one is refused at start, with `--check-config` too).
+    fn access_settings(&self) -> Result<AccessSettings, String> {
+        let mut rules = Vec::with_capacity(self.access.len());
+        for text in &self.access {
+            rules.push(Rule::parse(text)?);
+        }
+        let settings = AccessSettings {
+            auth_file: self.auth_file.clone(),
+            rules,
+            max_keys_per_get: self.max_keys_per_get.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            max_reply_bytes: self.max_reply_bytes.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        Policy::build(&settings, 0)?;
+        Ok(settings)
     }
 }
 

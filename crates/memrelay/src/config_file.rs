@@ -86,6 +86,14 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
                     out.extend(["--server".to_string(), server]);
                 }
             }
+            // `[[access]]` tables: one `--access` each, as the inline table it reads.
+            toml::Value::Array(items) if option == "access" => {
+                for item in items {
+                    let toml::Value::Table(table) = item else { return Err(bad("must be tables ([[access]])")) };
+                    let rule = memrelay::access::rules::Rule::from_table(table).map_err(|what| bad(&what))?;
+                    out.extend(["--access".to_string(), rule.to_inline()]);
+                }
+            }
             toml::Value::Boolean(true) => out.push(format!("--{option}")),
             toml::Value::Boolean(false) => {}
             toml::Value::String(text) => out.extend([format!("--{option}"), text.clone()]),

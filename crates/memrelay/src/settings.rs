@@ -92,6 +92,8 @@ pub struct Settings {
     pub health: crate::health::HealthSettings,
     /// Longest a shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
+    /// Authentication, access rules, request limits ([`crate::access`]).
+    pub access: crate::access::AccessSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

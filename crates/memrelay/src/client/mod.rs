@@ -20,12 +20,13 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse};
+use memrelay_protocol::{binary, parse_request, ErrorReply, Limits, Parse};
 use mio::net::{TcpListener, TcpStream};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use slab::Slab;
 
+use crate::access::{self, Guard, LoginStep};
 use io::{ClientIo, ReadLimit};
 use local::LocalAnswers;
 
@@ -55,6 +56,8 @@ pub(crate) struct Session<E> {
     pub closing: bool,
     /// Bytes wait, and the request they begin is counted inside memrelay ([`ClientSide::arriving`]).
     arriving: bool,
+    /// Who the client is and what it may do ([`crate::access`]).
+    guard: Guard,
     /// What the engine keeps per client.
     pub engine: E,
 }
@@ -79,16 +82,62 @@ impl<E> Session<E> {
         if self.closing || self.io.broken || self.backed_up() {
             return Next::Wait;
         }
-        let (next, consumed) = self.framing.next(self.io.pending(), limits);
-        self.io.consume(consumed);
-        if let Next::Invalid(reply) = &next {
-            self.closing |= self.framing.lost;
-            local.client_error();
-            if let Some(ErrorReply::Binary { opcode, .. }) = reply {
-                log_binary_refusal(*opcode, self.socket.peer_addr().ok());
+        let guarded = !self.guard.open(local.access());
+        if guarded {
+            if let Some(next) = self.login() {
+                return next;
             }
         }
+        let (next, consumed) = self.framing.next(self.io.pending(), limits);
+        self.io.consume(consumed);
+        match &next {
+            Next::Invalid(reply) => {
+                self.closing |= self.framing.lost;
+                local.client_error();
+                if let Some(ErrorReply::Binary { opcode, .. }) = reply {
+                    log_binary_refusal(*opcode, self.socket.peer_addr().ok());
+                }
+            }
+            // The access check: after parsing, before routing, the same for both engines. A
+            // refused request is answered here and never reaches a server.
+            Next::Request(request) if guarded => {
+                let socket = &self.socket;
+                let peer = || access::peer_name(socket.peer_addr().ok());
+                if let Err(denial) = self.guard.check(request, self.io.pending(), peer) {
+                    let silent = request.noreply;
+                    self.io.consume(request.consumed);
+                    return Next::Invalid((!silent).then_some(denial.reply));
+                }
+            }
+            _ => {}
+        }
         next
+    }
+
+    /// Before a connection has logged in (when it must): memcached `-Y`'s answers to its bytes.
+    /// A successful login is answered `STORED` through [`Next::Invalid`], the path every reply
+    /// memrelay writes without a server takes.
+    fn login(&mut self) -> Option<Next> {
+        // A binary-protocol client is answered by the framing (not supported, closed).
+        if !self.framing.started() && binary::starts_binary(self.io.pending()) {
+            return None;
+        }
+        let socket = &self.socket;
+        let peer = || access::peer_name(socket.peer_addr().ok());
+        match self.guard.login(self.io.pending(), peer)? {
+            LoginStep::Wait => Some(Next::Wait),
+            LoginStep::Close => {
+                self.closing = true;
+                let pending = self.io.pending().len();
+                self.io.consume(pending);
+                Some(Next::Invalid(None))
+            }
+            LoginStep::Answer { reply, consumed } => {
+                self.framing.start();
+                self.io.consume(consumed);
+                Some(Next::Invalid(Some(reply)))
+            }
+        }
     }
 
     /// Whether a complete request (or invalid bytes to answer) is still buffered: after EOF the
@@ -177,6 +226,7 @@ impl<E> ClientSide<E> {
                         framing: Framing::default(),
                         closing: false,
                         arriving: false,
+                        guard: Guard::new(self.local.access()),
                         engine: state(),
                     });
                 }
