@@ -51,7 +51,8 @@ fn main() -> ExitCode {
     }
     // SIGHUP reads the file again under the same command line (and the auth file, also when
     // there is no configuration file).
-    let reload: Option<memrelay::reload::Source> = match expanded.file.is_some() || settings.access.auth_file.is_some() {
+    let reload: Option<memrelay::reload::Source> = match expanded.file.is_some() || settings.access.auth_file.is_some()
+    {
         true => Some(Box::new(move || read_settings(argv.clone()))),
         false => None,
     };

@@ -59,7 +59,10 @@ impl Users {
     /// The user `user` is, when `password` is theirs (memcached's `authfile_check`: both compared
     /// whole, the first matching line wins).
     pub fn check(&self, user: &[u8], password: &[u8]) -> Option<&[u8]> {
-        self.entries.iter().find(|(u, p)| constant_time_eq(u, user) & constant_time_eq(p, password)).map(|(u, _)| &u[..])
+        self.entries
+            .iter()
+            .find(|(u, p)| constant_time_eq(u, user) & constant_time_eq(p, password))
+            .map(|(u, _)| &u[..])
     }
 
     pub fn len(&self) -> usize {

@@ -144,7 +144,10 @@ mod tests {
         // "a:1" in base64: allowed by its decoded bytes.
         assert_eq!(verdict(TENANT, b"mg YToxMQ== b v\r\n"), Ok(()));
         // The raw base64 text starting with the prefix is not enough: "a:" is "YTo" encoded.
-        assert_eq!(verdict(r#"identity = "a", prefixes = ["YTo"]"#, b"mg YToxMQ== b v\r\n").unwrap_err().0, Reason::KeyPrefix);
+        assert_eq!(
+            verdict(r#"identity = "a", prefixes = ["YTo"]"#, b"mg YToxMQ== b v\r\n").unwrap_err().0,
+            Reason::KeyPrefix
+        );
     }
 
     #[test]

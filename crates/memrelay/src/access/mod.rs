@@ -250,7 +250,9 @@ impl Guard {
             }
             Login::Answer { reply, consumed, .. } => {
                 let (reason, text) = match reply {
-                    login::Reply::ClientError(login::UNAUTHENTICATED) => (Reason::Unauthenticated, login::UNAUTHENTICATED),
+                    login::Reply::ClientError(login::UNAUTHENTICATED) => {
+                        (Reason::Unauthenticated, login::UNAUTHENTICATED)
+                    }
                     login::Reply::ClientError(text) => (Reason::AuthFailure, text),
                     login::Reply::Stored => (Reason::AuthFailure, login::FAILURE),
                 };

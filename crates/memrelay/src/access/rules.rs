@@ -88,9 +88,9 @@ impl Rule {
         let inner = text.trim();
         let inner = inner.strip_prefix('{').and_then(|t| t.strip_suffix('}')).unwrap_or(inner);
         let document = format!("rule = {{ {inner} }}");
-        let mut table: toml::Table = document.parse().map_err(|e: toml::de::Error| {
-            format!("access rule `{text}` is not a TOML table: {}", e.message())
-        })?;
+        let mut table: toml::Table = document
+            .parse()
+            .map_err(|e: toml::de::Error| format!("access rule `{text}` is not a TOML table: {}", e.message()))?;
         match table.remove("rule") {
             Some(toml::Value::Table(rule)) => Rule::from_table(&rule),
             _ => Err(format!("access rule `{text}` is not a TOML table")),
@@ -166,7 +166,8 @@ impl Rule {
             parts.push(format!("prefixes = [{}]", list.join(", ")));
         }
         parts.push(format!("read_only = {}", self.read_only));
-        let admin: Vec<String> = Admin::ALL.iter().filter(|a| self.grants(**a)).map(|a| format!("\"{}\"", a.name())).collect();
+        let admin: Vec<String> =
+            Admin::ALL.iter().filter(|a| self.grants(**a)).map(|a| format!("\"{}\"", a.name())).collect();
         parts.push(format!("admin = [{}]", admin.join(", ")));
         format!("{{ {} }}", parts.join(", "))
     }
@@ -219,8 +220,9 @@ mod tests {
 
     #[test]
     fn a_rule_reads_its_table_and_refuses_what_it_does_not_know() {
-        let rule = Rule::parse(r#"{ identity = "tenant-a", prefixes = ["a:", "shared:"], admin = ["flush_all", "stats"] }"#)
-            .unwrap();
+        let rule =
+            Rule::parse(r#"{ identity = "tenant-a", prefixes = ["a:", "shared:"], admin = ["flush_all", "stats"] }"#)
+                .unwrap();
         assert_eq!(rule.identity, "tenant-a");
         assert!(rule.allows_key(b"a:1") && rule.allows_key(b"shared:x") && !rule.allows_key(b"b:1"));
         assert!(!rule.allows_key(b"a") && !rule.read_only);
