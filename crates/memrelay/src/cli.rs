@@ -144,6 +144,11 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_reply_bytes: Option<u64>,
 
+    /// /metrics asks for HTTP basic authentication (Prometheus' basic_auth) as a user of this
+    /// file (`user:password` lines, the auth file's format); read again on SIGHUP
+    #[arg(long, value_name = "FILE")]
+    pub metrics_auth_file: Option<PathBuf>,
+
     /// Write measurements here: windows.jsonl, summary.json, requests.csv.
     #[arg(long, value_name = "DIR")]
     pub stats_dir: Option<PathBuf>,
@@ -305,7 +310,11 @@ impl Args {
             rules,
             max_keys_per_get: self.max_keys_per_get.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             max_reply_bytes: self.max_reply_bytes.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            metrics_auth_file: self.metrics_auth_file.clone(),
         };
+        if settings.metrics_auth_file.is_some() && self.metrics_listen.is_none() {
+            return Err("--metrics-auth-file needs --metrics-listen".into());
+        }
         Policy::build(&settings, 0)?;
         Ok(settings)
     }

@@ -152,8 +152,8 @@ impl Runtime {
                 current: Arc::clone(&current),
             };
             let registry = measure::prometheus::registry(sources);
-            let shutdown = Arc::clone(&shutdown);
-            spawn("metrics", move || measure::endpoint::serve(server, registry, shutdown))?;
+            let (access, shutdown) = (Arc::clone(&access), Arc::clone(&shutdown));
+            spawn("metrics", move || measure::endpoint::serve(server, registry, access, shutdown))?;
         }
         if let Some(source) = reload {
             let target = reload::Target {

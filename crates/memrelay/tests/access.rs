@@ -393,3 +393,29 @@ fn scrape(port: u16, credentials: Option<&str>) -> (u16, String) {
     let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, response)
 }
+
+#[test]
+fn metrics_ask_for_basic_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let scrapers = dir.path().join("scrapers");
+    std::fs::write(&scrapers, "prometheus:scrape me\n").unwrap();
+    let server = Memcached::start();
+    let port = free_port().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let relay = Memrelay::start(
+        "evented",
+        &[&server],
+        &["--metrics-listen", &listen, "--metrics-auth-file", scrapers.to_str().unwrap()],
+    );
+    let port: u16 = port.parse().unwrap();
+    let (status, response) = scrape(port, None);
+    assert_eq!(status, 401, "{response}");
+    assert!(response.contains("WWW-Authenticate: Basic realm=\"memrelay metrics\""), "{response}");
+    assert!(!response.contains("memrelay_"), "{response}");
+    assert_eq!(scrape(port, Some("prometheus:scrape m")).0, 401);
+    assert_eq!(scrape(port, Some("someone:scrape me")).0, 401);
+    let (status, body) = scrape(port, Some("prometheus:scrape me"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("memrelay_access_denied_total{reason=\"metrics_auth\"} 3"), "{body}");
+    drop(relay);
+}

@@ -39,6 +39,9 @@ pub struct AccessSettings {
     pub max_keys_per_get: Option<usize>,
     /// `--max-reply-bytes`: bytes of one reply to a client.
     pub max_reply_bytes: Option<usize>,
+    /// `--metrics-auth-file`: `/metrics` asks for HTTP basic authentication as one of its users
+    /// (the auth file's format).
+    pub metrics_auth_file: Option<PathBuf>,
 }
 
 /// Why a request was refused (a label of `memrelay_access_denied_total`).
@@ -58,10 +61,12 @@ pub enum Reason {
     TooManyKeys,
     /// A reply over `--max-reply-bytes`.
     ReplyTooLarge,
+    /// A scrape of `/metrics` without valid credentials.
+    MetricsAuth,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::Unauthenticated,
         Reason::AuthFailure,
         Reason::KeyPrefix,
@@ -69,6 +74,7 @@ impl Reason {
         Reason::Admin,
         Reason::TooManyKeys,
         Reason::ReplyTooLarge,
+        Reason::MetricsAuth,
     ];
 
     pub fn name(self) -> &'static str {
@@ -80,6 +86,7 @@ impl Reason {
             Reason::Admin => "admin",
             Reason::TooManyKeys => "too_many_keys",
             Reason::ReplyTooLarge => "reply_too_large",
+            Reason::MetricsAuth => "metrics_auth",
         }
     }
 }
@@ -132,6 +139,7 @@ pub struct Policy {
     rules: Rules,
     max_keys_per_get: usize,
     max_reply_bytes: usize,
+    metrics_users: Option<Users>,
     /// Nothing is checked: no login, every rule allows everything, no key limit.
     open: bool,
 }
@@ -144,7 +152,25 @@ impl Policy {
         let max_keys_per_get = settings.max_keys_per_get.unwrap_or(usize::MAX);
         let open = users.is_none() && rules.for_identity(None).allows_everything() && max_keys_per_get == usize::MAX;
         let max_reply_bytes = settings.max_reply_bytes.unwrap_or(usize::MAX);
-        Ok(Policy { number, users, rules, max_keys_per_get, max_reply_bytes, open })
+        let metrics_users = settings.metrics_auth_file.as_deref().map(Users::load).transpose()?;
+        Ok(Policy { number, users, rules, max_keys_per_get, max_reply_bytes, metrics_users, open })
+    }
+
+    /// Whether a scrape carrying `authorization` (the HTTP header's value, if any) may read
+    /// `/metrics`: always without `--metrics-auth-file`, else only with `Basic <base64 of
+    /// user:password>` for one of its users (RFC 7617; the password is what follows the first `:`).
+    pub fn metrics_allowed(&self, authorization: Option<&[u8]>) -> bool {
+        use base64::Engine;
+        let Some(users) = &self.metrics_users else { return true };
+        let Some(value) = authorization else { return false };
+        let value = value.trim_ascii();
+        let Some(encoded) = value.get(..6).filter(|scheme| scheme.eq_ignore_ascii_case(b"basic ")).map(|_| &value[6..])
+        else {
+            return false;
+        };
+        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim_ascii()) else { return false };
+        let Some(colon) = decoded.iter().position(|&b| b == b':') else { return false };
+        users.check(&decoded[..colon], &decoded[colon + 1..]).is_some()
     }
 
     /// One line saying what is in force (start-up and reload logs).
@@ -285,4 +311,40 @@ pub enum LoginStep {
 /// A peer address for log lines.
 pub fn peer_name(peer: Option<SocketAddr>) -> String {
     peer.map_or_else(|| "a client".to_string(), |p| p.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_take_basic_credentials_of_a_listed_user() {
+        use base64::Engine;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("scrapers");
+        std::fs::write(&file, "prometheus:s3:cret\n").unwrap();
+        let settings = AccessSettings { metrics_auth_file: Some(file), ..AccessSettings::default() };
+        let policy = Policy::build(&settings, 1).unwrap();
+        let basic = |credentials: &str| {
+            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials)).into_bytes()
+        };
+        // The password is everything after the first colon (RFC 7617).
+        assert!(policy.metrics_allowed(Some(&basic("prometheus:s3:cret"))));
+        assert!(policy.metrics_allowed(Some(
+            format!("basic  {}", &String::from_utf8(basic("prometheus:s3:cret")).unwrap()[6..]).as_bytes()
+        )));
+        for refused in [
+            basic("prometheus:s3"),
+            basic("prometheus"),
+            basic("other:s3:cret"),
+            b"Basic !!!".to_vec(),
+            b"Bearer x".to_vec(),
+        ] {
+            assert!(!policy.metrics_allowed(Some(&refused)), "{}", String::from_utf8_lossy(&refused));
+        }
+        assert!(!policy.metrics_allowed(None));
+        // Without the option, every scrape is answered (and the rest of the policy is open).
+        let open = Policy::build(&AccessSettings::default(), 1).unwrap();
+        assert!(open.metrics_allowed(None) && open.open);
+    }
 }
