@@ -186,6 +186,23 @@ mod tests {
     }
 
     #[test]
+    fn access_tables_become_one_access_option_each() {
+        let text =
+            "servers = [\"a:1\"]\nauth_file = \"/etc/users\"\n\n[[access]]\nidentity = \"t\"\nprefixes = [\"t:\"]\n\n\
+                    [[access]]\nidentity = \"*\"\nread_only = true\n";
+        let got = expanded(text, &[]).unwrap();
+        let rules: Vec<&String> = got.windows(2).filter(|w| w[0] == "--access").map(|w| &w[1]).collect();
+        assert_eq!(rules.len(), 2, "{got:?}");
+        assert!(rules[0].contains("identity = \"t\"") && rules[0].contains("prefixes = [\"t:\"]"), "{got:?}");
+        assert!(rules[1].contains("read_only = true"), "{got:?}");
+        assert!(got.join(" ").contains("--auth-file /etc/users"));
+        let bad = expanded("servers = [\"a:1\"]\n[[access]]\nidentity = \"t\"\nprefix = [\"t:\"]\n", &[]).unwrap_err();
+        assert!(bad.contains("`access`") && bad.contains("unknown key `prefix`"), "{bad}");
+        let not_tables = expanded("servers = [\"a:1\"]\naccess = [\"t\"]\n", &[]).unwrap_err();
+        assert!(not_tables.contains("must be tables"), "{not_tables}");
+    }
+
+    #[test]
     fn bad_files_say_where_and_why() {
         let unknown = expanded("servers = [\"a:1\"]\nserver_timout_ms = 5\n", &[]).unwrap_err();
         assert!(unknown.contains("unknown key `server_timout_ms`"), "{unknown}");

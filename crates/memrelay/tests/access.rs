@@ -419,3 +419,33 @@ fn metrics_ask_for_basic_credentials() {
     assert!(body.contains("memrelay_access_denied_total{reason=\"metrics_auth\"} 3"), "{body}");
     drop(relay);
 }
+
+/// The saved seeds of the `access_rules` fuzz target replay on stable Rust (CI needs no nightly).
+#[test]
+fn access_rules_fuzz_seeds_replay() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/access_rules");
+    let mut replayed = 0;
+    for entry in std::fs::read_dir(&root).expect("the access_rules seeds") {
+        memrelay::fuzzing::access_rules(&std::fs::read(entry.unwrap().path()).unwrap());
+        replayed += 1;
+    }
+    assert!(replayed > 0, "no seeds in {}", root.display());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    /// Arbitrary bytes, and arbitrary bytes around the seeds' separators, through the same checks.
+    #[test]
+    fn access_rules_take_arbitrary_bytes(
+        file in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        rule in "[a-z_ =\\[\\]\",{}*:]{0,80}",
+        client in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+    ) {
+        let mut input = file;
+        input.extend_from_slice(b"\n--\n");
+        input.extend_from_slice(rule.as_bytes());
+        input.extend_from_slice(b"\n--\n");
+        input.extend_from_slice(&client);
+        memrelay::fuzzing::access_rules(&input);
+    }
+}

@@ -263,8 +263,8 @@ mod tests {
         // Without authentication: everything, unless `*` says otherwise.
         assert!(Rules::new(&[], false).unwrap().for_identity(None).allows_everything());
         let star = Rule::parse(r#"identity = "*", read_only = true"#).unwrap();
-        assert!(Rules::new(&[star.clone()], false).unwrap().for_identity(None).read_only);
-        assert!(Rules::new(&[a.clone()], false).unwrap_err().contains("--auth-file"));
+        assert!(Rules::new(std::slice::from_ref(&star), false).unwrap().for_identity(None).read_only);
+        assert!(Rules::new(std::slice::from_ref(&a), false).unwrap_err().contains("--auth-file"));
         assert!(Rules::new(&[a.clone(), a], true).unwrap_err().contains("two access rules"));
         assert!(Rules::new(&[star.clone(), star], true).is_err());
     }
