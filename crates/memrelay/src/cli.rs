@@ -121,6 +121,11 @@ pub struct Args {
     #[arg(long, default_value_t = 16384)]
     pub max_clients: usize,
 
+    /// Requests one client may have in flight (evented engine); the rest of its pipeline waits
+    /// unread until replies go out (counted as conn_yields)
+    #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_in_flight: u16,
+
     /// Largest value accepted in a storage command (memcached's default item size).
     #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
     pub max_value_size: usize,
@@ -271,7 +276,11 @@ impl Args {
                     WritePolicyArg::Primary => WritePolicy::Primary,
                 },
             },
-            limits: ClientLimits { max_clients: self.max_clients, max_value_size: self.max_value_size },
+            limits: ClientLimits {
+                max_clients: self.max_clients,
+                max_value_size: self.max_value_size,
+                max_in_flight: usize::from(self.max_in_flight),
+            },
             measurement: Measurement {
                 stats_dir: self.stats_dir,
                 window: Duration::from_secs_f64(self.stats_window),

@@ -192,6 +192,9 @@ pub struct ClientLimits {
     pub max_clients: usize,
     /// Largest value accepted in a storage command.
     pub max_value_size: usize,
+    /// Requests one client may have in flight (evented engine; the pool serves one at a time):
+    /// beyond it the rest of its pipeline waits unread.
+    pub max_in_flight: usize,
 }
 
 #[derive(Debug, Clone)]

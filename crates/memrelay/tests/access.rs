@@ -449,3 +449,22 @@ proptest::proptest! {
         memrelay::fuzzing::access_rules(&input);
     }
 }
+
+/// `--max-in-flight` (evented): a pipeline deeper than the bound waits unread and is served in
+/// order, every request once, and the waits are counted.
+#[test]
+fn a_deep_pipeline_waits_at_max_in_flight_and_is_served_whole() {
+    let server = Memcached::start();
+    let relay = Memrelay::start("evented", &[&server], &["--max-in-flight", "2", "--threads", "1"]);
+    server.set_raw("k", b"v");
+    let before = server.stats()["cmd_get"];
+    let mut client = relay.client();
+    let pipeline: Vec<u8> = (0..200).flat_map(|i| format!("get k\r\nmg k{i} v\r\n").into_bytes()).collect();
+    client.send(&pipeline);
+    for i in 0..200 {
+        assert_eq!(client.read_retrieval(), b"VALUE k 0 1\r\nv\r\nEND\r\n", "request {i}");
+        assert_eq!(client.read_line(), b"EN\r\n", "request {i}");
+    }
+    assert_eq!(server.stats()["cmd_get"] - before, 400);
+    assert!(relay_stats(&relay)["conn_yields"] > 0);
+}

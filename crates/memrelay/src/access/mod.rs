@@ -98,6 +98,18 @@ static LOGINS: AtomicU64 = AtomicU64::new(0);
 /// `--max-reply-bytes` in force (process-wide for the same reason; a reload changes it).
 static MAX_REPLY_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
 
+/// Times a client's pipeline was left waiting at `--max-in-flight` (memcached's name for the
+/// like of its `-R` limit: `conn_yields`).
+static YIELDS: AtomicU64 = AtomicU64::new(0);
+
+pub fn count_yield() {
+    YIELDS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn yields() -> u64 {
+    YIELDS.load(Ordering::Relaxed)
+}
+
 /// Requests refused for `reason` since start.
 pub fn denied(reason: Reason) -> u64 {
     DENIED[reason as usize].load(Ordering::Relaxed)

@@ -166,6 +166,7 @@ impl LocalAnswers {
         for reason in Reason::ALL {
             compose::stat(out, &format!("access_denied_{}", reason.name()), access::denied(reason));
         }
+        compose::stat(out, "conn_yields", access::yields());
         for (i, name) in names.iter().enumerate() {
             compose::stat(out, &format!("server_{i}_address"), name);
             compose::stat(out, &format!("server_{i}_requests"), totals.per_server.get(i).copied().unwrap_or(0));
