@@ -111,6 +111,9 @@ impl Runtime {
         let registry = Arc::new(Registry::new(&[]));
         let current = Arc::new(Current::new(Generation::build(&settings, &registry, 1).map_err(Error::Routing)?));
         let access = Arc::new(Access::new(&settings.access).map_err(Error::Access)?);
+        if !access.get().is_open() {
+            eprintln!("memrelay: access: {}", access.get().describe());
+        }
         let clock = WindowClock { start: Instant::now(), length: settings.measurement.window };
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();

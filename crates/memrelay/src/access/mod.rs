@@ -185,6 +185,11 @@ impl Policy {
         users.check(&decoded[..colon], &decoded[colon + 1..]).is_some()
     }
 
+    /// Whether nothing is checked (no login, no rule, no key limit).
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
     /// One line saying what is in force (start-up and reload logs).
     pub fn describe(&self) -> String {
         let mut identities: Vec<&str> = self.rules.identities().collect();
