@@ -130,6 +130,22 @@ pub struct Args {
     #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
     pub max_value_size: usize,
 
+    /// Also accept clients over TLS here (evented engine), with --tls-cert and --tls-key
+    #[arg(long, value_name = "HOST:PORT", requires_all = ["tls_cert", "tls_key"])]
+    pub tls_listen: Option<String>,
+
+    /// The TLS listener's certificate chain (PEM, leaf first)
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The TLS listener's private key (PEM)
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Oldest TLS version the listener takes
+    #[arg(long, default_value = "1.2", value_parser = ["1.2", "1.3"])]
+    pub tls_min_version: String,
+
     /// Clients must log in as a user of this file (memcached `-Y` format, `user:password` lines)
     /// with memcached's ASCII authentication; read again on SIGHUP
     #[arg(long, value_name = "FILE")]
@@ -209,6 +225,7 @@ impl Args {
     pub fn into_settings(self) -> Result<Settings, String> {
         let listen = endpoint(&self.listen).map_err(|e| format!("--listen {}: {e}", self.listen))?;
         let access = self.access_settings()?;
+        let tls = self.tls_settings()?;
         if self.servers.len() > 1024 {
             return Err("at most 1024 servers".into());
         }
@@ -302,11 +319,33 @@ impl Args {
             },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
             access,
+            tls,
         })
     }
 }
 
 impl Args {
+    /// The TLS listener, its files read once here so that a bad one is refused at start.
+    fn tls_settings(&self) -> Result<Option<memrelay::TlsSettings>, String> {
+        let Some(listen) = &self.tls_listen else { return Ok(None) };
+        if self.engine != EngineArg::Evented {
+            return Err(
+                "--tls-listen needs --engine evented (the pool's workers write to client sockets themselves)".into()
+            );
+        }
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Err("--tls-listen needs --tls-cert and --tls-key".into());
+        };
+        let settings = memrelay::TlsSettings {
+            listen: endpoint(listen).map_err(|e| format!("--tls-listen {listen}: {e}"))?.addr,
+            cert: cert.clone(),
+            key: key.clone(),
+            min_version: if self.tls_min_version == "1.3" { 13 } else { 12 },
+        };
+        memrelay::client_tls_config(&settings)?;
+        Ok(Some(settings))
+    }
+
     /// Authentication, rules and request limits, checked together (the auth file is read once
     /// here so that a bad one is refused at start, with `--check-config` too).
     fn access_settings(&self) -> Result<AccessSettings, String> {

@@ -48,6 +48,7 @@ mod startup;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+pub use client::tls::{server_config as client_tls_config, TlsSettings};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::Settings;
 pub use startup::Error;

@@ -94,6 +94,8 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// Authentication, access rules, request limits ([`crate::access`]).
     pub access: crate::access::AccessSettings,
+    /// A TLS listener for clients beside the plain one (evented engine).
+    pub tls: Option<crate::TlsSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

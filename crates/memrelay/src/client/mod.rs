@@ -12,6 +12,7 @@
 mod framing;
 pub(crate) mod io;
 pub(crate) mod local;
+pub mod tls;
 
 pub use framing::{Framing, Next};
 
@@ -29,9 +30,13 @@ use slab::Slab;
 use crate::access::{self, Guard, LoginStep};
 use io::{ClientIo, ReadLimit};
 use local::LocalAnswers;
+use rustls::ServerConfig;
+use tls::TlsSession;
 
 /// The listening socket's token.
 pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
+/// The TLS listening socket's token (evented engine, `--tls-listen`).
+pub(crate) const TLS_LISTENER: Token = Token(usize::MAX - 3);
 /// The token of the waker that interrupts a poll (signals, finished jobs).
 pub(crate) const WAKER: Token = Token(usize::MAX - 2);
 /// Client tokens are slab slots below this; engines number their own sockets above it.
@@ -58,6 +63,8 @@ pub(crate) struct Session<E> {
     arriving: bool,
     /// Who the client is and what it may do ([`crate::access`]).
     guard: Guard,
+    /// A client of the TLS listener: its bytes go through rustls ([`tls`]).
+    tls: Option<Box<TlsSession>>,
     /// What the engine keeps per client.
     pub engine: E,
 }
@@ -147,6 +154,13 @@ impl<E> Session<E> {
     }
 }
 
+/// Asks for writable events on a client socket, or stops asking.
+fn reregister(registry: &Registry, socket: &TcpStream, slot: usize, want: bool) {
+    let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+    let fd = socket.as_raw_fd();
+    let _ = registry.reregister(&mut SourceFd(&fd), Token(slot), interest);
+}
+
 /// Logs a binary-protocol client refused, at most one line a second for the whole process (the
 /// others are counted into the next line), so a flood of them cannot flood the log.
 fn log_binary_refusal(opcode: u8, peer: Option<std::net::SocketAddr>) {
@@ -170,6 +184,8 @@ fn log_binary_refusal(opcode: u8, peer: Option<std::net::SocketAddr>) {
 /// The clients of one event loop, and the listener it accepts them from.
 pub(crate) struct ClientSide<E> {
     listener: Option<TcpListener>,
+    /// The TLS listener beside the plain one, and its configuration.
+    tls_listener: Option<(TcpListener, Arc<ServerConfig>, Registry)>,
     pub sessions: Slab<Session<E>>,
     pub limits: Limits,
     /// Most clients of the whole process (every loop's clients count).
@@ -192,6 +208,7 @@ impl<E> ClientSide<E> {
         registry.register(&mut listener, LISTENER, Interest::READABLE)?;
         Ok(ClientSide {
             listener: Some(listener),
+            tls_listener: None,
             sessions: Slab::with_capacity(1024),
             limits,
             max_clients,
@@ -201,18 +218,54 @@ impl<E> ClientSide<E> {
         })
     }
 
-    /// Accepts every waiting client; one over the process-wide limit is told so and closed.
+    /// Adds a TLS listener beside the plain one (evented engine).
+    pub fn listen_tls(
+        &mut self,
+        registry: &Registry,
+        mut listener: TcpListener,
+        config: Arc<ServerConfig>,
+    ) -> std::io::Result<()> {
+        registry.register(&mut listener, TLS_LISTENER, Interest::READABLE)?;
+        // Reading a TLS client may need writable events (handshake records), where the caller
+        // passes no registry.
+        self.tls_listener = Some((listener, config, registry.try_clone()?));
+        Ok(())
+    }
+
+    /// Accepts every waiting client of both listeners; one over the process-wide limit is told
+    /// so and closed.
     pub fn accept(&mut self, registry: &Registry, mut state: impl FnMut() -> E) {
         self.accept_retry_at = None;
-        let Some(listener) = self.listener.as_ref() else { return };
+        self.accept_from(registry, false, &mut state);
+        self.accept_from(registry, true, &mut state);
+    }
+
+    fn accept_from(&mut self, registry: &Registry, tls: bool, state: &mut impl FnMut() -> E) {
         loop {
-            match listener.accept() {
+            let accepted = match (tls, &self.listener, &self.tls_listener) {
+                (false, Some(listener), _) => listener.accept(),
+                (true, _, Some((listener, _, _))) => listener.accept(),
+                _ => return,
+            };
+            match accepted {
                 Ok((stream, _)) => {
                     // Taken atomically: the event loops accept at the same time.
                     if !self.local.try_connection_opened(self.max_clients as u64) {
-                        let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
+                        if !tls {
+                            let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
+                        }
                         continue;
                     }
+                    let session_tls = match &self.tls_listener {
+                        Some((_, config, _)) if tls => match TlsSession::new(config) {
+                            Some(session) => Some(Box::new(session)),
+                            None => {
+                                self.local.connection_closed();
+                                continue;
+                            }
+                        },
+                        _ => None,
+                    };
                     let _ = stream.set_nodelay(true);
                     let entry = self.sessions.vacant_entry();
                     let fd = stream.as_raw_fd();
@@ -227,6 +280,7 @@ impl<E> ClientSide<E> {
                         closing: false,
                         arriving: false,
                         guard: Guard::new(self.local.access()),
+                        tls: session_tls,
                         engine: state(),
                     });
                 }
@@ -250,7 +304,19 @@ impl<E> ClientSide<E> {
     /// Reads what the client sent (see [`ClientIo::read`]); true when reading paused at `limit`.
     pub fn read(&mut self, slot: usize, to_eof: bool, limit: ReadLimit) -> bool {
         let Some(session) = self.sessions.get_mut(slot) else { return false };
-        let paused = session.io.read(&*session.socket, to_eof, limit);
+        let paused = match &mut session.tls {
+            Some(tls) => {
+                let paused = tls.read(&session.socket, &mut session.io, to_eof, limit);
+                // The handshake may have left records for a socket that is full.
+                if let (Some(want), Some((_, _, registry))) =
+                    (tls.flush(&session.socket, &mut session.io), &self.tls_listener)
+                {
+                    reregister(registry, &session.socket, slot, want);
+                }
+                paused
+            }
+            None => session.io.read(&*session.socket, to_eof, limit),
+        };
         self.note_arriving(slot);
         paused
     }
@@ -283,10 +349,12 @@ impl<E> ClientSide<E> {
     /// Writes what the socket takes of the client's output; asks for writable events otherwise.
     pub fn flush(&mut self, registry: &Registry, slot: usize) {
         let Some(session) = self.sessions.get_mut(slot) else { return };
-        if let Some(want) = session.io.flush(&*session.socket) {
-            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-            let fd = session.socket.as_raw_fd();
-            let _ = registry.reregister(&mut SourceFd(&fd), Token(slot), interest);
+        let want = match &mut session.tls {
+            Some(tls) => tls.flush(&session.socket, &mut session.io),
+            None => session.io.flush(&*session.socket),
+        };
+        if let Some(want) = want {
+            reregister(registry, &session.socket, slot, want);
         }
     }
 
@@ -298,6 +366,10 @@ impl<E> ClientSide<E> {
         }
         let fd = session.socket.as_raw_fd();
         let _ = registry.deregister(&mut SourceFd(&fd));
+        let mut session = session;
+        if let Some(tls) = &mut session.tls {
+            tls.close(&session.socket);
+        }
         let _ = session.socket.shutdown(std::net::Shutdown::Both);
         self.local.connection_closed();
         session
@@ -306,6 +378,9 @@ impl<E> ClientSide<E> {
     /// Stops accepting and marks every client closing; returns nothing new to accept from now on.
     pub fn begin_shutdown(&mut self, registry: &Registry) {
         if let Some(mut listener) = self.listener.take() {
+            let _ = registry.deregister(&mut listener);
+        }
+        if let Some((mut listener, _, _)) = self.tls_listener.take() {
             let _ = registry.deregister(&mut listener);
         }
         for (_, session) in self.sessions.iter_mut() {

@@ -113,6 +113,15 @@ impl EventLoop {
         Ok(event_loop)
     }
 
+    /// Accepts TLS clients from `listener` too ([`crate::client::tls`]).
+    pub fn listen_tls(
+        &mut self,
+        listener: mio::net::TcpListener,
+        config: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<()> {
+        self.clients.listen_tls(self.poll.registry(), listener, config)
+    }
+
     /// Takes up the generation in force if a reload published a new one.
     pub fn refresh_config(&mut self) {
         if self.current.refresh(&mut self.config) {
