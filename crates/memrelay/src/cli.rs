@@ -1,6 +1,8 @@
 //! The command line (binary side only): the clap definition of every option and its conversion,
 //! validated once, into the library's typed [`Settings`]. Nothing in the library sees clap.
 
+use memrelay::access::rules::Rule;
+use memrelay::access::{AccessSettings, Policy};
 use memrelay::health::HealthSettings;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -130,9 +132,54 @@ pub struct Args {
     #[arg(long, default_value_t = 16384)]
     pub max_clients: usize,
 
+    /// Requests one client may have in flight (evented engine); the rest of its pipeline waits
+    /// unread until replies go out (counted as conn_yields)
+    #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_in_flight: u16,
+
     /// Largest value accepted in a storage command (memcached's default item size).
     #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
     pub max_value_size: usize,
+
+    /// Also accept clients over TLS here (evented engine), with --tls-cert and --tls-key
+    #[arg(long, value_name = "HOST:PORT", requires_all = ["tls_cert", "tls_key"])]
+    pub tls_listen: Option<String>,
+
+    /// The TLS listener's certificate chain (PEM, leaf first)
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The TLS listener's private key (PEM)
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Oldest TLS version the listener takes
+    #[arg(long, default_value = "1.2", value_parser = ["1.2", "1.3"])]
+    pub tls_min_version: String,
+
+    /// Clients must log in as a user of this file (memcached `-Y` format, `user:password` lines)
+    /// with memcached's ASCII authentication; read again on SIGHUP
+    #[arg(long, value_name = "FILE")]
+    pub auth_file: Option<PathBuf>,
+
+    /// An access rule (repeat; `[[access]]` tables in the file), a TOML inline table:
+    /// `{ identity = "tenant-a", prefixes = ["a:"], read_only = false, admin = ["flush_all"] }`
+    #[arg(long = "access", value_name = "RULE")]
+    pub access: Vec<String>,
+
+    /// Most keys in one get/gets/gat/gats; more are refused with CLIENT_ERROR too many keys
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_keys_per_get: Option<u64>,
+
+    /// Most bytes of one reply to a client (a multi-get's values over every server); a larger
+    /// one is answered SERVER_ERROR reply too large
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_reply_bytes: Option<u64>,
+
+    /// /metrics asks for HTTP basic authentication (Prometheus' basic_auth) as a user of this
+    /// file (`user:password` lines, the auth file's format); read again on SIGHUP
+    #[arg(long, value_name = "FILE")]
+    pub metrics_auth_file: Option<PathBuf>,
 
     /// Write measurements here: windows.jsonl, summary.json, requests.csv.
     #[arg(long, value_name = "DIR")]
@@ -188,6 +235,8 @@ impl Args {
     /// Validates the options together and builds the typed settings; the error names the option.
     pub fn into_settings(self) -> Result<Settings, String> {
         let listen = endpoint(&self.listen).map_err(|e| format!("--listen {}: {e}", self.listen))?;
+        let access = self.access_settings()?;
+        let tls = self.tls_settings()?;
         if self.servers.len() > 1024 {
             return Err("at most 1024 servers".into());
         }
@@ -258,7 +307,11 @@ impl Args {
                     routes: self.routes,
                 },
             },
-            limits: ClientLimits { max_clients: self.max_clients, max_value_size: self.max_value_size },
+            limits: ClientLimits {
+                max_clients: self.max_clients,
+                max_value_size: self.max_value_size,
+                max_in_flight: usize::from(self.max_in_flight),
+            },
             measurement: Measurement {
                 stats_dir: self.stats_dir,
                 window: Duration::from_secs_f64(self.stats_window),
@@ -280,7 +333,53 @@ impl Args {
             },
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
             repair_spool: self.repair_spool_dir,
+            access,
+            tls,
         })
+    }
+}
+
+impl Args {
+    /// The TLS listener, its files read once here so that a bad one is refused at start.
+    fn tls_settings(&self) -> Result<Option<memrelay::TlsSettings>, String> {
+        let Some(listen) = &self.tls_listen else { return Ok(None) };
+        if self.engine != EngineArg::Evented {
+            return Err(
+                "--tls-listen needs --engine evented (the pool's workers write to client sockets themselves)".into()
+            );
+        }
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Err("--tls-listen needs --tls-cert and --tls-key".into());
+        };
+        let settings = memrelay::TlsSettings {
+            listen: endpoint(listen).map_err(|e| format!("--tls-listen {listen}: {e}"))?.addr,
+            cert: cert.clone(),
+            key: key.clone(),
+            min_version: if self.tls_min_version == "1.3" { 13 } else { 12 },
+        };
+        memrelay::client_tls_config(&settings)?;
+        Ok(Some(settings))
+    }
+
+    /// Authentication, rules and request limits, checked together (the auth file is read once
+    /// here so that a bad one is refused at start, with `--check-config` too).
+    fn access_settings(&self) -> Result<AccessSettings, String> {
+        let mut rules = Vec::with_capacity(self.access.len());
+        for text in &self.access {
+            rules.push(Rule::parse(text)?);
+        }
+        let settings = AccessSettings {
+            auth_file: self.auth_file.clone(),
+            rules,
+            max_keys_per_get: self.max_keys_per_get.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            max_reply_bytes: self.max_reply_bytes.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            metrics_auth_file: self.metrics_auth_file.clone(),
+        };
+        if settings.metrics_auth_file.is_some() && self.metrics_listen.is_none() {
+            return Err("--metrics-auth-file needs --metrics-listen".into());
+        }
+        Policy::build(&settings, 0)?;
+        Ok(settings)
     }
 }
 

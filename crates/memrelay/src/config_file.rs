@@ -95,6 +95,14 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
                     out.extend(["--route".to_string(), route_spec(item).map_err(|what| bad(&what))?]);
                 }
             }
+            // `[[access]]` tables: one `--access` each, as the inline table it reads.
+            toml::Value::Array(items) if option == "access" => {
+                for item in items {
+                    let toml::Value::Table(table) = item else { return Err(bad("must be tables ([[access]])")) };
+                    let rule = memrelay::access::rules::Rule::from_table(table).map_err(|what| bad(&what))?;
+                    out.extend(["--access".to_string(), rule.to_inline()]);
+                }
+            }
             toml::Value::Boolean(true) => out.push(format!("--{option}")),
             toml::Value::Boolean(false) => {}
             toml::Value::String(text) => out.extend([format!("--{option}"), text.clone()]),
@@ -217,6 +225,23 @@ mod tests {
         assert!(bad.contains("unknown key `policy`"), "{bad}");
         let shape = expanded("[[routes]]\nprefix = \"x\"\n", &[]).unwrap_err();
         assert!(shape.contains("[[routes]] tables"), "{shape}");
+    }
+
+    #[test]
+    fn access_tables_become_one_access_option_each() {
+        let text =
+            "servers = [\"a:1\"]\nauth_file = \"/etc/users\"\n\n[[access]]\nidentity = \"t\"\nprefixes = [\"t:\"]\n\n\
+                    [[access]]\nidentity = \"*\"\nread_only = true\n";
+        let got = expanded(text, &[]).unwrap();
+        let rules: Vec<&String> = got.windows(2).filter(|w| w[0] == "--access").map(|w| &w[1]).collect();
+        assert_eq!(rules.len(), 2, "{got:?}");
+        assert!(rules[0].contains("identity = \"t\"") && rules[0].contains("prefixes = [\"t:\"]"), "{got:?}");
+        assert!(rules[1].contains("read_only = true"), "{got:?}");
+        assert!(got.join(" ").contains("--auth-file /etc/users"));
+        let bad = expanded("servers = [\"a:1\"]\n[[access]]\nidentity = \"t\"\nprefix = [\"t:\"]\n", &[]).unwrap_err();
+        assert!(bad.contains("`access`") && bad.contains("unknown key `prefix`"), "{bad}");
+        let not_tables = expanded("servers = [\"a:1\"]\naccess = [\"t\"]\n", &[]).unwrap_err();
+        assert!(not_tables.contains("must be tables"), "{not_tables}");
     }
 
     #[test]

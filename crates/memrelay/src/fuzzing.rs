@@ -168,6 +168,95 @@ fn router(mode: u8) -> Router {
     Router::new(&routing, &servers).expect("a valid ring")
 }
 
+/// The auth file and access-rule parsers and the login reader over arbitrary bytes. `data` is
+/// up to three parts separated by a line `--`: an auth file, an access rule (TOML), a client's
+/// bytes. Checks: no panic; every user the file lists logs in with its password and no other;
+/// a rule that parses writes back as itself; a login consumes only what it was given and a
+/// successful one names a listed user; the access check of every request the client bytes hold
+/// returns (allowed or refused) under the rule.
+pub fn access_rules(data: &[u8]) {
+    use crate::access::authfile::Users;
+    use crate::access::check::check;
+    use crate::access::login::{login, Login};
+    use crate::access::rules::Rule;
+
+    let data = &data[..data.len().min(MAX_INPUT)];
+    let mut parts = split_parts(data);
+    let (file, rule_text, client) =
+        (parts.next().unwrap_or(&[]), parts.next().unwrap_or(&[]), parts.next().unwrap_or(&[]));
+    let users = Users::parse(file).unwrap_or_default();
+    for (user, password) in file_entries(file, &users) {
+        assert!(users.check(&user, &password).is_some(), "a listed user cannot log in");
+        let mut wrong = password.clone();
+        wrong.push(b'x');
+        assert!(users.check(&user, &wrong).is_none() || users.names().filter(|n| *n == user).count() > 1);
+    }
+    let rule = std::str::from_utf8(rule_text).ok().and_then(|text| Rule::parse(text).ok());
+    if let Some(rule) = &rule {
+        assert_eq!(Rule::parse(&rule.to_inline()).as_ref(), Ok(rule), "a rule does not read back as itself");
+    }
+    let rule = rule.unwrap_or_else(Rule::no_admin);
+    match login(client, &users) {
+        Login::Answer { consumed, user, .. } => {
+            assert!(consumed <= client.len());
+            if let Some(user) = user {
+                assert!(users.names().any(|n| n == user), "logged in as an unlisted user");
+            }
+        }
+        Login::Wait | Login::Close => {}
+    }
+    let limits = Limits::default();
+    let mut rest = client;
+    for _ in 0..1000 {
+        match parse_request(rest, &limits) {
+            Parse::Complete(request) => {
+                let _ = check(&rule, 4, &request, rest);
+                rest = &rest[request.consumed.max(1).min(rest.len())..];
+            }
+            Parse::Invalid(invalid) => rest = &rest[invalid.skip.clamp(1, rest.len().max(1)).min(rest.len())..],
+            Parse::Incomplete => break,
+        }
+        if rest.is_empty() {
+            break;
+        }
+    }
+}
+
+/// The parts of a fuzz input, separated by a line `--`.
+fn split_parts(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(data);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match current.windows(4).position(|w| w == b"\n--\n") {
+            Some(at) => {
+                rest = Some(&current[at + 4..]);
+                Some(&current[..at + 1])
+            }
+            None => {
+                rest = None;
+                Some(current)
+            }
+        }
+    })
+}
+
+/// The user and password of each line of an auth file that parsed, read independently of
+/// [`crate::access::authfile`]: the user before the first `:`, the password after it up to `\r`,
+/// `\n` or NUL.
+fn file_entries(file: &[u8], users: &crate::access::authfile::Users) -> Vec<(Vec<u8>, Vec<u8>)> {
+    if users.is_empty() {
+        return Vec::new();
+    }
+    file.split_inclusive(|&b| b == b'\n')
+        .filter_map(|line| {
+            let colon = line.iter().position(|&b| b == b':')?;
+            let after = &line[colon + 1..];
+            let end = after.iter().position(|&b| matches!(b, b'\r' | b'\n' | 0)).unwrap_or(after.len());
+            Some((line[..colon].to_vec(), after[..end].to_vec()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,8 @@
 //!                              measure (recorders ─▶ stats thread ─▶ files, `stats`)
 //! ```
 //!
+//! - [`access`]: identities (memcached's ASCII authentication), access rules per identity and
+//!   request limits, checked once per parsed request before routing, for both engines.
 //! - [`settings`]: the typed settings everything runs with (the binary builds them from the
 //!   command line; nothing in the library sees clap).
 //! - `client`: the client side both engines share: listener, sessions, incremental parsing,
@@ -26,6 +28,7 @@
 //! - [`fuzzing`]: the client-side state machine and forwarding path over arbitrary bytes, for
 //!   fuzz targets and property tests.
 
+pub mod access;
 mod buffer;
 mod client;
 mod engine;
@@ -45,6 +48,7 @@ mod startup;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+pub use client::tls::{server_config as client_tls_config, TlsSettings};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::Settings;
 pub use startup::Error;

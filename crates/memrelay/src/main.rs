@@ -49,10 +49,12 @@ fn main() -> ExitCode {
         println!("memrelay: {} is valid: {} servers ({})", file.display(), servers.len(), servers.join(", "));
         return ExitCode::SUCCESS;
     }
-    // SIGHUP reads the file again under the same command line.
-    let reload: Option<memrelay::reload::Source> = match expanded.file {
-        Some(_) => Some(Box::new(move || read_settings(argv.clone()))),
-        None => None,
+    // SIGHUP reads the file again under the same command line (and the auth file, also when
+    // there is no configuration file).
+    let reload: Option<memrelay::reload::Source> = match expanded.file.is_some() || settings.access.auth_file.is_some()
+    {
+        true => Some(Box::new(move || read_settings(argv.clone()))),
+        false => None,
     };
     match memrelay::run_reloading(settings, reload) {
         Ok(()) => ExitCode::SUCCESS,

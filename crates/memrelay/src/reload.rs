@@ -7,7 +7,8 @@
 //! generation in force stays.
 //!
 //! What a reload can change: the servers (addresses, weights, names), the routing (distribution,
-//! hash, replication, read policy, failover, sharding) and the server timeout. The rest (listen
+//! hash, replication, read policy, failover, sharding), the server timeout, and access control
+//! (the auth file, read again, the access rules and the request limits of [`crate::access`]). The rest (listen
 //! address, engine and its threads, client limits, measurement, health thresholds) is built into
 //! running threads: a change there is logged as needing a restart, and the rest of the file still
 //! applies.
@@ -32,6 +33,8 @@ pub(crate) struct Target {
     pub started: Arc<Settings>,
     pub registry: Arc<Registry>,
     pub current: Arc<Current>,
+    /// The access policy (auth file and rules, read again).
+    pub access: Arc<crate::access::Access>,
 }
 
 /// Starts a thread that reloads on each SIGHUP (until `shutdown`).
@@ -61,6 +64,15 @@ pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
     }
     let before = target.current.get();
     let number = before.number + 1;
+    // The auth file and rules first: a problem there refuses the reload before any server id
+    // is handed out.
+    let policy = match target.access.prepare(&next.access) {
+        Ok(policy) => policy,
+        Err(problem) => {
+            refuse(target, &problem);
+            return Err(problem);
+        }
+    };
     let generation = match Generation::build(next, &target.registry, number) {
         Ok(generation) => generation,
         Err(problem) => {
@@ -83,6 +95,8 @@ pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
         generation.servers.len(),
         names(&mut generation.servers.iter()),
     );
+    eprintln!("memrelay: reload: access: {}", policy.describe());
+    target.access.publish(policy);
     target.current.publish(generation);
     Ok(number)
 }
@@ -107,6 +121,7 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("threads", &was.engine.threads, &now.engine.threads);
     compare("max-clients", &was.limits.max_clients, &now.limits.max_clients);
     compare("max-value-size", &was.limits.max_value_size, &now.limits.max_value_size);
+    compare("max-in-flight", &was.limits.max_in_flight, &now.limits.max_in_flight);
     compare("stats-dir", &was.measurement.stats_dir, &now.measurement.stats_dir);
     compare("stats-window", &was.measurement.window, &now.measurement.window);
     compare("request-log-sample", &was.measurement.request_log_sample, &now.measurement.request_log_sample);

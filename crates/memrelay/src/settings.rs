@@ -94,6 +94,10 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// Where the repair sets are spooled ([`crate::repair::spool`]), if anywhere.
     pub repair_spool: Option<PathBuf>,
+    /// Authentication, access rules, request limits ([`crate::access`]).
+    pub access: crate::access::AccessSettings,
+    /// A TLS listener for clients beside the plain one (evented engine).
+    pub tls: Option<crate::TlsSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +260,9 @@ pub struct ClientLimits {
     pub max_clients: usize,
     /// Largest value accepted in a storage command.
     pub max_value_size: usize,
+    /// Requests one client may have in flight (evented engine; the pool serves one at a time):
+    /// beyond it the rest of its pipeline waits unread.
+    pub max_in_flight: usize,
 }
 
 #[derive(Debug, Clone)]

@@ -14,6 +14,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mio::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
+use crate::access::Access;
 use crate::client::local::LocalAnswers;
 use crate::generation::{Current, Generation};
 use crate::health::{self, Health};
@@ -36,6 +37,8 @@ const LISTEN_BACKLOG: i32 = 4096;
 pub enum Error {
     /// The servers do not make a ring (e.g. a name that is not `host:port`).
     Routing(String),
+    /// The auth file or the access rules cannot be used.
+    Access(String),
     Listen {
         addr: SocketAddr,
         source: io::Error,
@@ -63,6 +66,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Routing(reason) => write!(f, "{reason}"),
+            Error::Access(problem) => write!(f, "{problem}"),
             Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
             Error::Spool { dir, source } => write!(f, "--repair-spool-dir {}: {source}", dir.display()),
             Error::EventLoopSetup(source) => write!(f, "cannot set up the event loop: {source}"),
@@ -87,6 +91,8 @@ pub(crate) struct Runtime {
     pub current: Arc<Current>,
     pub health: Arc<Health>,
     pub live: Arc<LiveTotals>,
+    /// Who may do what ([`crate::access`]).
+    pub access: Arc<Access>,
     /// Requests inside memrelay, one counter per recording thread.
     in_system: Arc<InSystem>,
     pub shutdown: Arc<AtomicBool>,
@@ -111,6 +117,10 @@ impl Runtime {
         let settings = Arc::new(settings);
         let registry = Arc::new(Registry::new(&[]));
         let current = Arc::new(Current::new(Generation::build(&settings, &registry, 1).map_err(Error::Routing)?));
+        let access = Arc::new(Access::new(&settings.access).map_err(Error::Access)?);
+        if !access.get().is_open() {
+            eprintln!("memrelay: access: {}", access.get().describe());
+        }
         let clock = WindowClock { start: Instant::now(), length: settings.measurement.window };
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();
@@ -162,14 +172,15 @@ impl Runtime {
                 current: Arc::clone(&current),
             };
             let registry = measure::prometheus::registry(sources);
-            let shutdown = Arc::clone(&shutdown);
-            spawn("metrics", move || measure::endpoint::serve(server, registry, shutdown))?;
+            let (access, shutdown) = (Arc::clone(&access), Arc::clone(&shutdown));
+            spawn("metrics", move || measure::endpoint::serve(server, registry, access, shutdown))?;
         }
         if let Some(source) = reload {
             let target = reload::Target {
                 started: Arc::clone(&settings),
                 registry: Arc::clone(&registry),
                 current: Arc::clone(&current),
+                access: Arc::clone(&access),
             };
             reload::watch(source, target, Arc::clone(&shutdown)).map_err(Error::EventLoopSetup)?;
         }
@@ -179,6 +190,7 @@ impl Runtime {
             current,
             health,
             live,
+            access,
             in_system,
             shutdown,
             clock,
@@ -211,6 +223,7 @@ impl Runtime {
             Arc::clone(&self.registry),
             Arc::clone(&self.current),
             threads,
+            Arc::clone(&self.access),
         )
     }
 

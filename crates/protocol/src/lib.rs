@@ -27,6 +27,12 @@ pub use request::{parse_request, Command, ErrorReply, Invalid, Request};
 
 pub(crate) use lexer::{find_newline, parse_u64, read_i32, read_u32, read_u64, tokens, trim_cr};
 
+/// A number token read as memcached's `safe_strtoul` reads it (for callers that must read a
+/// line as memcached does outside the request parser, such as its ASCII authentication).
+pub fn safe_strtoul(token: &[u8]) -> Option<u32> {
+    read_u32(token)
+}
+
 /// The outcome of parsing from the start of a buffer: for requests the error is [`Invalid`]
 /// (what to answer the client and how to recover), for server replies [`ReplyError`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,23 +17,33 @@ pub const MEMCACHED: &str = "/usr/bin/memcached";
 pub struct Memcached {
     pub port: u16,
     child: Option<Child>,
+    /// Options beyond the usual ones (`-Y FILE`, `-F`), kept for a restart.
+    extra: Vec<String>,
 }
 
 impl Memcached {
     pub fn start() -> Memcached {
+        Memcached::start_with(&[])
+    }
+
+    /// Starts memcached with options of its own added (`-Y FILE` for ASCII authentication, `-F`
+    /// to refuse `flush_all`): the reference for how memcached answers what memrelay refuses.
+    pub fn start_with(extra: &[&str]) -> Memcached {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
-            if let Some(child) = Self::spawn(port) {
-                return Memcached { port, child: Some(child) };
+            if let Some(child) = Self::spawn(port, &extra) {
+                return Memcached { port, child: Some(child), extra };
             }
         }
         panic!("memcached did not start after {START_ATTEMPTS} attempts");
     }
 
     /// Starts memcached on `port`; `None` if it exited (lost the port).
-    fn spawn(port: u16) -> Option<Child> {
+    fn spawn(port: u16, extra: &[String]) -> Option<Child> {
         let mut command = Command::new(MEMCACHED);
         command.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64", "-t", "1"]);
+        command.args(extra);
         if is_root() {
             command.args(["-u", "root"]);
         }
@@ -65,7 +75,7 @@ impl Memcached {
         self.kill();
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            if let Some(child) = Self::spawn(self.port) {
+            if let Some(child) = Self::spawn(self.port, &self.extra) {
                 self.child = Some(child);
                 return;
             }

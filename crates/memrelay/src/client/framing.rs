@@ -30,6 +30,16 @@ pub struct Framing {
 }
 
 impl Framing {
+    /// Whether the connection's first bytes have been read (its protocol is decided).
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Marks the protocol decided: the text one (a login was read before any request).
+    pub fn start(&mut self) {
+        self.started = true;
+    }
+
     /// Looks at the start of `pending`: returns what it holds and how many bytes to consume now
     /// (skipped bytes and invalid input; a complete request's bytes are left to the caller).
     pub fn next(&mut self, pending: &[u8], limits: &Limits) -> (Next, usize) {

@@ -11,6 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use memrelay_protocol::{compose, Command, Request};
 
+use crate::access::{self, Access, Reason};
 use crate::generation::Current;
 use crate::health::Health;
 use crate::measure::live::LiveTotals;
@@ -47,6 +48,7 @@ pub struct LocalAnswers {
     registry: Arc<Registry>,
     current: Arc<Current>,
     threads: usize,
+    access: Arc<Access>,
 }
 
 impl LocalAnswers {
@@ -56,8 +58,14 @@ impl LocalAnswers {
         registry: Arc<Registry>,
         current: Arc<Current>,
         threads: usize,
+        access: Arc<Access>,
     ) -> LocalAnswers {
-        LocalAnswers { live, health, started: Instant::now(), registry, current, threads }
+        LocalAnswers { live, health, started: Instant::now(), registry, current, threads, access }
+    }
+
+    /// The access policy in force ([`crate::access`]).
+    pub fn access(&self) -> &Access {
+        &self.access
     }
 
     /// Counts a new client if fewer than `max` are connected; false (nothing counted) if not.
@@ -155,6 +163,14 @@ impl LocalAnswers {
         }
         compose::stat(out, "requests_total", get.count + multi.count + set.count + other.count);
         compose::stat(out, "client_errors", self.live.client_errors.load(Ordering::Relaxed));
+        // memcached's names for logins; memrelay's refusals by reason.
+        let failed = access::denied(Reason::AuthFailure);
+        compose::stat(out, "auth_cmds", access::logins() + failed);
+        compose::stat(out, "auth_errors", failed);
+        for reason in Reason::ALL {
+            compose::stat(out, &format!("access_denied_{}", reason.name()), access::denied(reason));
+        }
+        compose::stat(out, "conn_yields", access::yields());
         for (i, name) in names.iter().enumerate() {
             compose::stat(out, &format!("server_{i}_address"), name);
             compose::stat(out, &format!("server_{i}_requests"), totals.per_server.get(i).copied().unwrap_or(0));

@@ -12,6 +12,7 @@
 mod framing;
 pub(crate) mod io;
 pub(crate) mod local;
+pub mod tls;
 
 pub use framing::{Framing, Next};
 
@@ -20,17 +21,22 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memrelay_protocol::{parse_request, ErrorReply, Limits, Parse};
+use memrelay_protocol::{binary, parse_request, ErrorReply, Limits, Parse};
 use mio::net::{TcpListener, TcpStream};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use slab::Slab;
 
+use crate::access::{self, Guard, LoginStep};
 use io::{ClientIo, ReadLimit};
 use local::LocalAnswers;
+use rustls::ServerConfig;
+use tls::TlsSession;
 
 /// The listening socket's token.
 pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
+/// The TLS listening socket's token (evented engine, `--tls-listen`).
+pub(crate) const TLS_LISTENER: Token = Token(usize::MAX - 3);
 /// The token of the waker that interrupts a poll (signals, finished jobs).
 pub(crate) const WAKER: Token = Token(usize::MAX - 2);
 /// Client tokens are slab slots below this; engines number their own sockets above it.
@@ -55,6 +61,10 @@ pub(crate) struct Session<E> {
     pub closing: bool,
     /// Bytes wait, and the request they begin is counted inside memrelay ([`ClientSide::arriving`]).
     arriving: bool,
+    /// Who the client is and what it may do ([`crate::access`]).
+    guard: Guard,
+    /// A client of the TLS listener: its bytes go through rustls ([`tls`]).
+    tls: Option<Box<TlsSession>>,
     /// What the engine keeps per client.
     pub engine: E,
 }
@@ -79,16 +89,62 @@ impl<E> Session<E> {
         if self.closing || self.io.broken || self.backed_up() {
             return Next::Wait;
         }
-        let (next, consumed) = self.framing.next(self.io.pending(), limits);
-        self.io.consume(consumed);
-        if let Next::Invalid(reply) = &next {
-            self.closing |= self.framing.lost;
-            local.client_error();
-            if let Some(ErrorReply::Binary { opcode, .. }) = reply {
-                log_binary_refusal(*opcode, self.socket.peer_addr().ok());
+        let guarded = !self.guard.open(local.access());
+        if guarded {
+            if let Some(next) = self.login() {
+                return next;
             }
         }
+        let (next, consumed) = self.framing.next(self.io.pending(), limits);
+        self.io.consume(consumed);
+        match &next {
+            Next::Invalid(reply) => {
+                self.closing |= self.framing.lost;
+                local.client_error();
+                if let Some(ErrorReply::Binary { opcode, .. }) = reply {
+                    log_binary_refusal(*opcode, self.socket.peer_addr().ok());
+                }
+            }
+            // The access check: after parsing, before routing, the same for both engines. A
+            // refused request is answered here and never reaches a server.
+            Next::Request(request) if guarded => {
+                let socket = &self.socket;
+                let peer = || access::peer_name(socket.peer_addr().ok());
+                if let Err(denial) = self.guard.check(request, self.io.pending(), peer) {
+                    let silent = request.noreply;
+                    self.io.consume(request.consumed);
+                    return Next::Invalid((!silent).then_some(denial.reply));
+                }
+            }
+            _ => {}
+        }
         next
+    }
+
+    /// Before a connection has logged in (when it must): memcached `-Y`'s answers to its bytes.
+    /// A successful login is answered `STORED` through [`Next::Invalid`], the path every reply
+    /// memrelay writes without a server takes.
+    fn login(&mut self) -> Option<Next> {
+        // A binary-protocol client is answered by the framing (not supported, closed).
+        if !self.framing.started() && binary::starts_binary(self.io.pending()) {
+            return None;
+        }
+        let socket = &self.socket;
+        let peer = || access::peer_name(socket.peer_addr().ok());
+        match self.guard.login(self.io.pending(), peer)? {
+            LoginStep::Wait => Some(Next::Wait),
+            LoginStep::Close => {
+                self.closing = true;
+                let pending = self.io.pending().len();
+                self.io.consume(pending);
+                Some(Next::Invalid(None))
+            }
+            LoginStep::Answer { reply, consumed } => {
+                self.framing.start();
+                self.io.consume(consumed);
+                Some(Next::Invalid(Some(reply)))
+            }
+        }
     }
 
     /// Whether a complete request (or invalid bytes to answer) is still buffered: after EOF the
@@ -96,6 +152,13 @@ impl<E> Session<E> {
     pub fn has_request_buffered(&self, limits: &Limits) -> bool {
         !self.pending().is_empty() && !matches!(parse_request(self.pending(), limits), Parse::Incomplete)
     }
+}
+
+/// Asks for writable events on a client socket, or stops asking.
+fn reregister(registry: &Registry, socket: &TcpStream, slot: usize, want: bool) {
+    let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+    let fd = socket.as_raw_fd();
+    let _ = registry.reregister(&mut SourceFd(&fd), Token(slot), interest);
 }
 
 /// Logs a binary-protocol client refused, at most one line a second for the whole process (the
@@ -121,6 +184,8 @@ fn log_binary_refusal(opcode: u8, peer: Option<std::net::SocketAddr>) {
 /// The clients of one event loop, and the listener it accepts them from.
 pub(crate) struct ClientSide<E> {
     listener: Option<TcpListener>,
+    /// The TLS listener beside the plain one, and its configuration.
+    tls_listener: Option<(TcpListener, Arc<ServerConfig>, Registry)>,
     pub sessions: Slab<Session<E>>,
     pub limits: Limits,
     /// Most clients of the whole process (every loop's clients count).
@@ -143,6 +208,7 @@ impl<E> ClientSide<E> {
         registry.register(&mut listener, LISTENER, Interest::READABLE)?;
         Ok(ClientSide {
             listener: Some(listener),
+            tls_listener: None,
             sessions: Slab::with_capacity(1024),
             limits,
             max_clients,
@@ -152,18 +218,54 @@ impl<E> ClientSide<E> {
         })
     }
 
-    /// Accepts every waiting client; one over the process-wide limit is told so and closed.
+    /// Adds a TLS listener beside the plain one (evented engine).
+    pub fn listen_tls(
+        &mut self,
+        registry: &Registry,
+        mut listener: TcpListener,
+        config: Arc<ServerConfig>,
+    ) -> std::io::Result<()> {
+        registry.register(&mut listener, TLS_LISTENER, Interest::READABLE)?;
+        // Reading a TLS client may need writable events (handshake records), where the caller
+        // passes no registry.
+        self.tls_listener = Some((listener, config, registry.try_clone()?));
+        Ok(())
+    }
+
+    /// Accepts every waiting client of both listeners; one over the process-wide limit is told
+    /// so and closed.
     pub fn accept(&mut self, registry: &Registry, mut state: impl FnMut() -> E) {
         self.accept_retry_at = None;
-        let Some(listener) = self.listener.as_ref() else { return };
+        self.accept_from(registry, false, &mut state);
+        self.accept_from(registry, true, &mut state);
+    }
+
+    fn accept_from(&mut self, registry: &Registry, tls: bool, state: &mut impl FnMut() -> E) {
         loop {
-            match listener.accept() {
+            let accepted = match (tls, &self.listener, &self.tls_listener) {
+                (false, Some(listener), _) => listener.accept(),
+                (true, _, Some((listener, _, _))) => listener.accept(),
+                _ => return,
+            };
+            match accepted {
                 Ok((stream, _)) => {
                     // Taken atomically: the event loops accept at the same time.
                     if !self.local.try_connection_opened(self.max_clients as u64) {
-                        let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
+                        if !tls {
+                            let _ = (&stream).write(b"SERVER_ERROR too many connections\r\n");
+                        }
                         continue;
                     }
+                    let session_tls = match &self.tls_listener {
+                        Some((_, config, _)) if tls => match TlsSession::new(config) {
+                            Some(session) => Some(Box::new(session)),
+                            None => {
+                                self.local.connection_closed();
+                                continue;
+                            }
+                        },
+                        _ => None,
+                    };
                     let _ = stream.set_nodelay(true);
                     let entry = self.sessions.vacant_entry();
                     let fd = stream.as_raw_fd();
@@ -177,6 +279,8 @@ impl<E> ClientSide<E> {
                         framing: Framing::default(),
                         closing: false,
                         arriving: false,
+                        guard: Guard::new(self.local.access()),
+                        tls: session_tls,
                         engine: state(),
                     });
                 }
@@ -200,7 +304,19 @@ impl<E> ClientSide<E> {
     /// Reads what the client sent (see [`ClientIo::read`]); true when reading paused at `limit`.
     pub fn read(&mut self, slot: usize, to_eof: bool, limit: ReadLimit) -> bool {
         let Some(session) = self.sessions.get_mut(slot) else { return false };
-        let paused = session.io.read(&*session.socket, to_eof, limit);
+        let paused = match &mut session.tls {
+            Some(tls) => {
+                let paused = tls.read(&session.socket, &mut session.io, to_eof, limit);
+                // The handshake may have left records for a socket that is full.
+                if let (Some(want), Some((_, _, registry))) =
+                    (tls.flush(&session.socket, &mut session.io), &self.tls_listener)
+                {
+                    reregister(registry, &session.socket, slot, want);
+                }
+                paused
+            }
+            None => session.io.read(&*session.socket, to_eof, limit),
+        };
         self.note_arriving(slot);
         paused
     }
@@ -233,10 +349,12 @@ impl<E> ClientSide<E> {
     /// Writes what the socket takes of the client's output; asks for writable events otherwise.
     pub fn flush(&mut self, registry: &Registry, slot: usize) {
         let Some(session) = self.sessions.get_mut(slot) else { return };
-        if let Some(want) = session.io.flush(&*session.socket) {
-            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-            let fd = session.socket.as_raw_fd();
-            let _ = registry.reregister(&mut SourceFd(&fd), Token(slot), interest);
+        let want = match &mut session.tls {
+            Some(tls) => tls.flush(&session.socket, &mut session.io),
+            None => session.io.flush(&*session.socket),
+        };
+        if let Some(want) = want {
+            reregister(registry, &session.socket, slot, want);
         }
     }
 
@@ -248,6 +366,10 @@ impl<E> ClientSide<E> {
         }
         let fd = session.socket.as_raw_fd();
         let _ = registry.deregister(&mut SourceFd(&fd));
+        let mut session = session;
+        if let Some(tls) = &mut session.tls {
+            tls.close(&session.socket);
+        }
         let _ = session.socket.shutdown(std::net::Shutdown::Both);
         self.local.connection_closed();
         session
@@ -256,6 +378,9 @@ impl<E> ClientSide<E> {
     /// Stops accepting and marks every client closing; returns nothing new to accept from now on.
     pub fn begin_shutdown(&mut self, registry: &Registry) {
         if let Some(mut listener) = self.listener.take() {
+            let _ = registry.deregister(&mut listener);
+        }
+        if let Some((mut listener, _, _)) = self.tls_listener.take() {
             let _ = registry.deregister(&mut listener);
         }
         for (_, session) in self.sessions.iter_mut() {

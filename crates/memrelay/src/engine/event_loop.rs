@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Token};
 
-use crate::client::{CLIENT_TOKENS, LISTENER, WAKER};
+use crate::client::{CLIENT_TOKENS, LISTENER, TLS_LISTENER, WAKER};
 use crate::measure::metrics::Recorder;
 
 /// What an engine does at each point of the loop.
@@ -72,7 +72,7 @@ pub(crate) fn run<S: Scheduler>(engine: &mut S, shutdown: &AtomicBool, grace: Du
         }
         for event in events.iter() {
             match event.token() {
-                LISTENER => engine.accept(),
+                LISTENER | TLS_LISTENER => engine.accept(),
                 WAKER => {}
                 Token(slot) if slot < CLIENT_TOKENS => {
                     let closed = event.is_read_closed() || event.is_error();

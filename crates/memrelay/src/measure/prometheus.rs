@@ -83,6 +83,22 @@ impl Collector for Sources {
             "requests refused as malformed or too large",
             live.client_errors.load(Ordering::Relaxed),
         )?;
+        let denied: Vec<(Vec<(&str, &str)>, u64)> = crate::access::Reason::ALL
+            .iter()
+            .map(|&reason| (vec![("reason", reason.name())], crate::access::denied(reason)))
+            .collect();
+        counter(
+            &mut encoder,
+            "memrelay_access_denied",
+            "requests refused by access control and limits, by reason",
+            &denied,
+        )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_logins",
+            "successful logins (ASCII authentication)",
+            crate::access::logins(),
+        )?;
         self.encode_requests(&mut encoder)?;
         self.encode_servers(&mut encoder)?;
         encode_cpu(&mut encoder)

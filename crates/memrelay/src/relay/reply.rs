@@ -148,12 +148,24 @@ impl Finished<'_> {
             outcome.error = true;
             status = Some(Status::ServerError);
         }
+        if out.len() > crate::access::max_reply_bytes() {
+            // `--max-reply-bytes`: one request may not make memrelay send more than this.
+            out.clear();
+            ErrorReply::Server(REPLY_TOO_LARGE).write_to(out);
+            outcome.error = true;
+            status = Some(Status::ServerError);
+            let what = format!("{} of {} keys", self.request.command.name(), self.request.key_count);
+            crate::access::count_denial(crate::access::Reason::ReplyTooLarge, "a client", &what);
+        }
         if self.request.noreply || status.is_some_and(|s| self.request.quiet_drops(s)) {
             out.clear();
         }
         outcome
     }
 }
+
+/// What a reply over `--max-reply-bytes` becomes.
+pub(crate) const REPLY_TOO_LARGE: &str = "reply too large";
 
 /// Reads whose copies only touched the replicas (`gat`, `gats`, `mg` with `T`).
 fn is_touching_read(command: Command) -> bool {

@@ -43,10 +43,23 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
     let mut wakers = Vec::with_capacity(threads);
     // One listening socket per loop (SO_REUSEPORT, after checking the port is free).
     let listeners = startup::listen(settings.listen.addr, threads)?;
-    for (id, listener) in listeners.into_iter().enumerate() {
+    // And as many TLS listeners, with the configuration they share.
+    let mut tls = match &settings.tls {
+        Some(tls) => {
+            let config = crate::client::tls::server_config(tls).map_err(Error::Access)?;
+            startup::listen(tls.listen, threads)?.into_iter().map(|l| Some((l, Arc::clone(&config)))).collect()
+        }
+        None => Vec::new(),
+    };
+    tls.resize_with(threads, || None);
+    for ((id, listener), tls) in listeners.into_iter().enumerate().zip(tls) {
         let poll = Poll::new().map_err(Error::EventLoopSetup)?;
         wakers.push(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
-        loops.push(EventLoop::new(poll, listener, &settings, &runtime, runtime.recorder(id), local.clone())?);
+        let mut event_loop = EventLoop::new(poll, listener, &settings, &runtime, runtime.recorder(id), local.clone())?;
+        if let Some((listener, config)) = tls {
+            event_loop.listen_tls(listener, config).map_err(Error::EventLoopSetup)?;
+        }
+        loops.push(event_loop);
     }
     runtime.on_signal(move || {
         for waker in &wakers {

@@ -31,8 +31,6 @@ use crate::startup::{Error, Runtime};
 /// Upstream tokens count down from here (above every client token).
 pub(super) const UPSTREAM_BASE: usize = usize::MAX - 16;
 const READ_CHUNK: usize = 16 * 1024;
-/// Requests one client may have in flight before memrelay stops reading its pipeline.
-pub(super) const MAX_IN_FLIGHT_PER_CLIENT: usize = 256;
 
 /// What the loop keeps per client: its in-flight entries, in request order.
 #[derive(Default)]
@@ -58,6 +56,8 @@ pub(super) struct EventLoop {
     pub config: Arc<Generation>,
     pub registry: Arc<Registry>,
     pub max_value_len: usize,
+    /// Requests one client may have in flight before memrelay stops reading its pipeline.
+    pub max_in_flight: usize,
     pub health: Arc<Health>,
     pub route: RouteBuf,
     pub replicas: Vec<usize>,
@@ -97,6 +97,7 @@ impl EventLoop {
             config: runtime.current.get(),
             registry: Arc::clone(&runtime.registry),
             max_value_len: settings.limits.max_value_size,
+            max_in_flight: settings.limits.max_in_flight.max(1),
             health: Arc::clone(&runtime.health),
             route: RouteBuf::default(),
             replicas: Vec::new(),
@@ -110,6 +111,15 @@ impl EventLoop {
         };
         event_loop.adopt_config();
         Ok(event_loop)
+    }
+
+    /// Accepts TLS clients from `listener` too ([`crate::client::tls`]).
+    pub fn listen_tls(
+        &mut self,
+        listener: mio::net::TcpListener,
+        config: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<()> {
+        self.clients.listen_tls(self.poll.registry(), listener, config)
     }
 
     /// Takes up the generation in force if a reload published a new one.
@@ -212,7 +222,7 @@ impl Scheduler for EventLoop {
     /// again once replies drain).
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(session) = self.clients.sessions.get(slot) else { return };
-        let limit = if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT || session.backed_up() {
+        let limit = if session.engine.queue.len() >= self.max_in_flight || session.backed_up() {
             ReadLimit::Bytes(READ_CHUNK)
         } else {
             ReadLimit::None
@@ -230,7 +240,11 @@ impl Scheduler for EventLoop {
         let mut starved = false;
         loop {
             let Some(session) = self.clients.sessions.get_mut(slot) else { return };
-            if session.engine.queue.len() >= MAX_IN_FLIGHT_PER_CLIENT {
+            if session.engine.queue.len() >= self.max_in_flight {
+                // `--max-in-flight`: the rest of its pipeline waits (counted when some does).
+                if !session.pending().is_empty() {
+                    crate::access::count_yield();
+                }
                 break;
             }
             if let Some(barrier) = session.engine.barrier {
@@ -267,7 +281,7 @@ impl Scheduler for EventLoop {
                     && !s.io.drained()
                     && !s.closing
                     && !s.backed_up()
-                    && s.engine.queue.len() < MAX_IN_FLIGHT_PER_CLIENT
+                    && s.engine.queue.len() < self.max_in_flight
             });
         if reading {
             // Reading may have stopped at the in-flight limit with bytes left in the socket.

@@ -1,0 +1,224 @@
+//! TLS from clients (`--tls-listen`, evented engine) against real memcached, with certificates
+//! the test makes with the `openssl` command: `openssl s_client` and a rustls client as real TLS
+//! clients, the plain listener beside the TLS one, logging in over TLS, the minimum version, a
+//! client that does not speak TLS, and bad certificate files refused at start.
+
+// TLS is the evented engine's alone: no per-engine suite here.
+#[allow(unused_macros)]
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+
+/// A test CA (`ca.pem`) and a certificate it signed for `localhost` and 127.0.0.1, with its key,
+/// in `dir`: returns the certificate and the key.
+fn make_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let (ca, ca_key, cert, key) = (dir.join("ca.pem"), dir.join("ca.key"), dir.join("cert.pem"), dir.join("key.pem"));
+    let openssl = |args: &[&str], paths: &[(&str, &Path)]| {
+        let mut command = Command::new("openssl");
+        command.args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+        ]);
+        command.args(args);
+        for (flag, path) in paths {
+            command.arg(flag).arg(path);
+        }
+        let status = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl (the command) is needed to make test certificates");
+        assert!(status.success(), "openssl req {args:?} failed");
+    };
+    openssl(&["-subj", "/CN=memrelay test CA"], &[("-keyout", &ca_key), ("-out", &ca)]);
+    openssl(
+        &[
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+        ],
+        &[("-CA", &ca), ("-CAkey", &ca_key), ("-keyout", &key), ("-out", &cert)],
+    );
+    (cert, key)
+}
+
+/// memrelay with a plain and a TLS listener; returns it and the TLS port.
+fn start_tls(dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
+    let (cert, key) = make_certificate(dir);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut args =
+        vec!["--tls-listen", &listen, "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    (Memrelay::start("evented", servers, &args), port)
+}
+
+/// Sends `input` through `openssl s_client` (verifying memrelay's certificate against it) and
+/// returns what came back; `input` should end with `quit`, which closes the connection.
+fn s_client(port: u16, ca: &Path, input: &[u8], extra: &[&str]) -> (bool, String) {
+    let mut child = Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{port}"), "-quiet", "-ign_eof", "-verify_return_error"])
+        .arg("-CAfile")
+        .arg(ca)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_client");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let ok = wait_for(Duration::from_secs(10), || child.try_wait().unwrap().is_some());
+    if !ok {
+        kill_and_reap(&mut child);
+    }
+    (child.wait().map(|s| s.success()).unwrap_or(false), out)
+}
+
+/// A rustls client connection to memrelay's TLS port, trusting the CA `ca`.
+fn rustls_client(port: u16, ca: &Path) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for der in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(der.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    rustls::StreamOwned::new(conn, socket)
+}
+
+fn read_until(stream: &mut impl Read, end: &[u8]) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 16384];
+    while !got.ends_with(end) {
+        let n = stream.read(&mut chunk).expect("read over TLS");
+        assert!(n > 0, "EOF after {}", show(&got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+    got
+}
+
+#[test]
+fn openssl_s_client_and_a_rustls_client_speak_to_memcached_through_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Memcached::start();
+    let (relay, port) = start_tls(dir.path(), &[&server], &[]);
+    let ca = dir.path().join("ca.pem");
+    let before = server.stats()["cmd_set"];
+    let (ok, out) = s_client(port, &ca, b"set a 0 0 2\r\nhi\r\nget a\r\nversion\r\nquit\r\n", &[]);
+    assert!(ok, "s_client failed: {out}");
+    assert_eq!(out, "STORED\r\nVALUE a 0 2\r\nhi\r\nEND\r\nVERSION 1.6.0\r\n");
+    assert_eq!(server.stats()["cmd_set"], before + 1);
+    assert_eq!(server.get_raw("a").as_deref(), Some(&b"hi"[..]));
+    // A rustls client pipelining 2,000 requests and a large value, over TLS 1.3.
+    let mut tls = rustls_client(port, &ca);
+    let value = vec![b'x'; 300_000];
+    let mut request = format!("set big 0 0 {}\r\n", value.len()).into_bytes();
+    request.extend_from_slice(&value);
+    request.extend_from_slice(b"\r\n");
+    for i in 0..2000 {
+        request.extend_from_slice(format!("mg k{i} v\r\n").as_bytes());
+    }
+    request.extend_from_slice(b"get big\r\n");
+    tls.write_all(&request).unwrap();
+    let reply = read_until(&mut tls, b"END\r\n");
+    assert!(reply.starts_with(b"STORED\r\n"), "{}", show(&reply[..40.min(reply.len())]));
+    assert_eq!(reply.windows(4).filter(|w| w == b"EN\r\n").count(), 2000);
+    assert!(reply.ends_with(&[&value[..], b"\r\nEND\r\n"].concat()));
+    assert_eq!(tls.conn.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_3));
+    // The plain listener beside it.
+    assert_eq!(relay.client().get("a"), vec![("a".to_string(), b"hi".to_vec())]);
+}
+
+#[test]
+fn logging_in_and_access_rules_work_the_same_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "alice:secret\n").unwrap();
+    let server = Memcached::start();
+    let rule = r#"{ identity = "alice", prefixes = ["a:"] }"#;
+    let (_relay, port) = start_tls(dir.path(), &[&server], &["--auth-file", users.to_str().unwrap(), "--access", rule]);
+    let input = b"get a:1\r\nset auth 0 0 12\r\nalice secret\r\nset a:1 0 0 1\r\nx\r\nget b:1\r\nquit\r\n";
+    let (ok, out) = s_client(port, &dir.path().join("ca.pem"), input, &[]);
+    assert!(ok, "{out}");
+    assert_eq!(out, "CLIENT_ERROR unauthenticated\r\nSTORED\r\nSTORED\r\nCLIENT_ERROR key not allowed\r\n");
+    assert_eq!(server.get_raw("a:1").as_deref(), Some(&b"x"[..]));
+}
+
+#[test]
+fn the_minimum_version_and_clients_without_tls_are_refused_without_harm() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Memcached::start();
+    let (relay, port) = start_tls(dir.path(), &[&server], &["--tls-min-version", "1.3"]);
+    let ca = dir.path().join("ca.pem");
+    let (ok, _) = s_client(port, &ca, b"version\r\nquit\r\n", &["-tls1_2"]);
+    assert!(!ok, "a TLS 1.2 handshake was taken with --tls-min-version 1.3");
+    // Plain text on the TLS port: the connection is closed, nothing is sent to a server.
+    let before = server.stats()["cmd_get"];
+    let mut plain = Client::connect(&format!("127.0.0.1:{port}"));
+    plain.send(b"get a\r\n");
+    assert!(plain.closed_within(Duration::from_secs(5)).is_some(), "plain text on the TLS port stayed open");
+    assert_eq!(server.stats()["cmd_get"], before);
+    // Others are served all along.
+    let (ok, out) = s_client(port, &ca, b"version\r\nquit\r\n", &[]);
+    assert!(ok && out == "VERSION 1.6.0\r\n", "{out}");
+    assert_eq!(relay.client().line(b"version\r\n"), "VERSION 1.6.0\r\n");
+}
+
+#[test]
+fn bad_certificate_files_are_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = make_certificate(dir.path());
+    let run = |cert: &Path, key: &Path, engine: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_memrelay"))
+            .args([
+                "--server",
+                "127.0.0.1:1",
+                "--engine",
+                engine,
+                "--tls-listen",
+                "127.0.0.1:0",
+                "--check-config",
+                "/dev/null",
+            ])
+            .arg("--tls-cert")
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    assert_eq!(run(&cert, &key, "evented").0, Some(0));
+    let (code, said) = run(&key, &key, "evented");
+    assert!(code == Some(2) && said.contains("--tls-cert") && said.lines().count() == 1, "{said}");
+    let (code, said) = run(&cert, &cert, "evented");
+    assert!(code == Some(2) && said.contains("--tls-key"), "{said}");
+    let (code, said) = run(&cert, &key, "pool");
+    assert!(code == Some(2) && said.contains("--engine evented"), "{said}");
+}
