@@ -152,7 +152,7 @@ impl EventLoop {
         self.count_inside_at(Instant::now());
     }
 
-    fn count_inside_at(&self, at: Instant) {
+    pub fn count_inside_at(&self, at: Instant) {
         self.recorder.requests_in_flight(self.inflight.counted() + self.clients.arriving(), at);
     }
 
