@@ -1,8 +1,10 @@
 //! The sampler thread. It reads memrelay's CPU time by thread role as each measurement window
 //! begins (so each window has the processor time its threads spent in it), and samples the
-//! requests inside memrelay (parsed, reply not yet written) at a fixed rate, so that
-//! Little's law can be checked inside the process: the mean count sampled against X·R, two
-//! figures that do not come from the same numbers.
+//! requests inside memrelay (from the read of a request's first byte until its reply is written)
+//! at a fixed rate, so that Little's law can be checked inside the process: the mean count
+//! sampled against X·R. The two share the instants a request begins and ends, not their
+//! bookkeeping: the count is what the threads hold, moved by their own code, and a request
+//! counted twice or never, or a count moved at other events than the stamps, shows.
 //!
 //! The samples are taken at random instants, a Poisson process of rate 100/s (exponential gaps):
 //! a fixed period can beat with the scheduler's own periods (its tick, the slices of the threads
@@ -12,7 +14,7 @@
 //! of microseconds while the others run on. With the pool's net thread on the sampler's processor
 //! the workers kept answering while nothing arrived, and the count read at wake-up was 30% below
 //! the count at the instant the sampler was due (measured against the request log: the count at
-//! the due instants matched the time average, the count at wake-up did not), and as much above
+//! the due instants matched the time average, the count at wake-up did not), and up to 17% above
 //! it with a worker there. So each sample is the count *as of its due instant*, read a
 //! millisecond later from the counters' recent history ([`SETTLE`]): whatever the sampler's
 //! waking disturbs happens after the instant it samples.
