@@ -6,7 +6,7 @@
 //! bookkeeping: the count is what the threads hold, moved by their own code, and a request
 //! counted twice or never, or a count moved at other events than the stamps, shows.
 //!
-//! The samples are taken at random instants, a Poisson process of rate 100/s (exponential gaps):
+//! The samples are taken at random instants, a Poisson process of rate 1000/s (exponential gaps):
 //! a fixed period can beat with the scheduler's own periods (its tick, the slices of the threads
 //! on a saturated machine) and then sees the same phase of them every time. Poisson sampling sees
 //! time averages (PASTA) only if the instants do not depend on the system, and the instant the
@@ -17,7 +17,10 @@
 //! the due instants matched the time average, the count at wake-up did not), and up to 17% above
 //! it with a worker there. So each sample is the count *as of its due instant*, read a
 //! millisecond later from the counters' recent history ([`SETTLE`]): whatever the sampler's
-//! waking disturbs happens after the instant it samples.
+//! waking disturbs happens after the instant it samples. The history also lets one wake read
+//! all the instants that came due since the last (about ten): a thousand samples a second (a
+//! window's mean within about 1.5% of the time average where a hundred left 5%) for a hundred
+//! wake-ups.
 //!
 //! Each recording thread has its own counter, written by that thread alone (no contended cache
 //! line on the hot path), with the history of its changes: when each happened and the value it
@@ -49,13 +52,16 @@ use crate::measure::cpu;
 use crate::measure::metrics::WindowClock;
 
 /// The mean gap between two samples of the requests inside memrelay (the gaps are exponential).
-pub const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(1);
+/// How often the sampler wakes to read the samples that came due (each [`SETTLE`] after its
+/// instant): the instants come from the history, so a wake reads ten of them on average.
+const WAKE_EVERY: Duration = Duration::from_millis(10);
 /// How long after its due instant a sample is read: a thread publishes a change a few
 /// microseconds after the instant it stamps (one system call), at most this long unless it is
 /// preempted in between.
 pub const SETTLE: Duration = Duration::from_millis(1);
 /// Changes each counter remembers: at two per request, 10 ms of a thread serving 200,000
-/// requests a second, well beyond [`SETTLE`] and the sampler's own delays.
+/// requests a second, beyond [`SETTLE`] plus [`WAKE_EVERY`] and the sampler's own delays.
 pub const HISTORY: usize = 4096;
 /// Windows whose samples are kept until the stats thread takes them.
 const SLOTS: usize = 64;
@@ -112,14 +118,20 @@ impl Counter {
     fn as_of(&self, at: u64) -> Option<i64> {
         let written = self.written.load(Ordering::Acquire);
         let oldest = written.saturating_sub(HISTORY as u64);
-        let mut found = None;
-        for n in (oldest..written).rev() {
-            let entry = &self.history[(n % HISTORY as u64) as usize];
-            if entry.at.load(Ordering::Relaxed) <= at {
-                found = Some((n, entry.value.load(Ordering::Relaxed)));
-                break;
+        let entry = |n: u64| &self.history[(n % HISTORY as u64) as usize];
+        // Binary search for the last change at or before `at` (the changes are in time order).
+        // An entry overwritten meanwhile reads later than `at`, which only sends the search to
+        // older entries, overwritten as well: the check below then refuses the answer.
+        let (mut low, mut high) = (oldest, written);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if entry(middle).at.load(Ordering::Relaxed) <= at {
+                low = middle + 1;
+            } else {
+                high = middle;
             }
         }
+        let found = (low > oldest).then(|| (low - 1, entry(low - 1).value.load(Ordering::Relaxed)));
         fence(Ordering::Acquire);
         let now_written = self.written.load(Ordering::Relaxed);
         match found {
@@ -273,21 +285,24 @@ pub(crate) fn spawn_sampler(
         let mut due = Instant::now();
         let mut window = None;
         while !shutdown.load(Ordering::Acquire) {
-            thread::sleep((due + SETTLE).saturating_duration_since(Instant::now()));
-            let index = clock.index(Instant::now());
+            thread::sleep(WAKE_EVERY);
+            let now = Instant::now();
+            let index = clock.index(now);
             if window != Some(index) {
                 in_system.cpu_reading(index);
                 window = Some(index);
             }
-            match in_system.as_of(due) {
-                Some(count) => in_system.record_sample(clock.index(due), count),
-                None => {
-                    in_system.missed.fetch_add(1, Ordering::Relaxed);
+            // The instants are a Poisson process whatever the sampler's own delays: every one
+            // that came due is read from the history (or counted missed).
+            while due + SETTLE <= now {
+                match in_system.as_of(due) {
+                    Some(count) => in_system.record_sample(clock.index(due), count),
+                    None => {
+                        in_system.missed.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
+                due += Duration::from_secs_f64(gaps.sample(&mut rng));
             }
-            // The instants stay a Poisson process whatever the sampler's delays: one that fell
-            // behind reads the instants it overslept from the history (or counts them missed).
-            due += Duration::from_secs_f64(gaps.sample(&mut rng));
         }
     })
 }
@@ -377,6 +392,27 @@ mod tests {
         // The last change (an odd one: HISTORY is even) set 2.
         assert_eq!(in_system.as_of(at(origin, 100 + HISTORY as u64 + 9)), Some(2));
         assert_eq!(in_system.as_of(at(origin, 100 + 20)), Some(1));
+    }
+
+    /// The binary search finds what a walk through every change finds.
+    #[test]
+    fn the_count_at_any_instant_matches_a_walk_through_the_changes() {
+        let origin = Instant::now();
+        let in_system = InSystem::new(1, origin);
+        let mut changes = Vec::new();
+        let mut value = 0usize;
+        for i in 0..1000u64 {
+            value = (value * 7 + 3) % 11 + usize::from(i % 3 == 0);
+            let micros = 10 + i * 3 + i % 5;
+            in_system.set(0, value, at(origin, micros));
+            if changes.last().map(|&(_, v)| v) != Some(value) {
+                changes.push((micros, value));
+            }
+        }
+        for micros in 0..3100u64 {
+            let walked = changes.iter().take_while(|&&(t, _)| t <= micros).last().map_or(0, |&(_, v)| v);
+            assert_eq!(in_system.as_of(at(origin, micros)), Some(walked as u64), "at {micros} µs");
+        }
     }
 
     #[test]
