@@ -173,11 +173,21 @@ class LocalHost(Host):
     def stop(self, handle: ProcessHandle, grace: float = 5.0, sig: int = signal.SIGTERM) -> int | None:
         if self.poll(handle) is None:
             handle.stopped_by_us = True
+            deadline = time.monotonic() + grace
             _signal_group(handle.pid, sig)
-            if self.wait(handle, grace) is None:
-                _signal_group(handle.pid, signal.SIGKILL)
-                self.wait(handle, 5.0)
+            self.wait(handle, grace)
+            self._end_group(handle, deadline)
         return handle.returncode
+
+    def _end_group(self, handle: ProcessHandle, deadline: float) -> None:
+        """After the signal: the leader's exit does not mean its children's (a shell's
+        background job gets the signal too, and may still be on its way out), so wait for the
+        whole group until ``deadline``, then SIGKILL what is left."""
+        if handle.returncode is not None and _wait_group_gone(handle.pid, deadline):
+            return
+        _signal_group(handle.pid, signal.SIGKILL)
+        self.wait(handle, 5.0)
+        _wait_group_gone(handle.pid, time.monotonic() + 5.0)
 
     def stop_many(self, handles: list[ProcessHandle], grace: float = 5.0) -> None:
         """SIGTERM every live group at once, wait ``grace`` in all, SIGKILL what is left."""
@@ -189,9 +199,8 @@ class LocalHost(Host):
         for handle in live:
             self.wait(handle, deadline - time.monotonic())
         for handle in live:
-            if self.poll(handle) is None:
-                _signal_group(handle.pid, signal.SIGKILL)
-                self.wait(handle, 5.0)
+            self.poll(handle)
+            self._end_group(handle, deadline)
 
     def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
         live = [h for h in list(self._live.values()) if self.poll(h) is None]
@@ -219,6 +228,30 @@ class LocalHost(Host):
 
     def _reaped(self, handle: ProcessHandle) -> None:
         self._live.pop(handle.pid, None)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (zombies, waiting for whoever adopted
+    them to reap them, do not count)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _wait_group_gone(pgid: int, deadline: float) -> bool:
+    """Waits until no process of group ``pgid`` runs, or ``deadline``; whether it is gone."""
+    while _group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _signal_group(pid: int, sig: int) -> None:
