@@ -12,7 +12,7 @@ fn record(c: &mut Criterion) {
     let (to_stats, from_recorders) = crossbeam_channel::unbounded();
     let (_recycle_in, recycled) = crossbeam_channel::unbounded();
     let clock = WindowClock { start: Instant::now(), length: Duration::from_secs(1) };
-    let in_system = memrelay::measure::in_system::InSystem::new(1);
+    let in_system = memrelay::measure::in_system::InSystem::new(1, clock.start);
     let mut recorder = Recorder::new(0, clock, 3, None, to_stats, recycled, in_system);
     let outcome = Outcome { keys: 1, hits: 1, misses: 0, error: false };
     c.bench_function("measure_one_request", |b| {

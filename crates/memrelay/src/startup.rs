@@ -125,7 +125,7 @@ impl Runtime {
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();
         let live = LiveTotals::new(settings.servers.len());
-        let in_system = InSystem::new(recorders);
+        let in_system = InSystem::new(recorders, clock.start);
         let stats = StatsThread::new(
             Arc::clone(&settings),
             clock,

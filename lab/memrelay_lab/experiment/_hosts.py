@@ -175,12 +175,19 @@ class LocalHost(Host):
             handle.stopped_by_us = True
             deadline = time.monotonic() + grace
             _signal_group(handle.pid, sig)
-            # The whole group, not only its leader: what it forked may outlive it by a moment.
-            if self.wait(handle, grace) is None or not _group_gone(handle.pid, deadline):
-                _signal_group(handle.pid, signal.SIGKILL)
-                self.wait(handle, 5.0)
-                _group_gone(handle.pid, time.monotonic() + 5.0)
+            self.wait(handle, grace)
+            self._end_group(handle, deadline)
         return handle.returncode
+
+    def _end_group(self, handle: ProcessHandle, deadline: float) -> None:
+        """After the signal: the leader's exit does not mean its children's (a shell's
+        background job gets the signal too, and may still be on its way out), so wait for the
+        whole group until ``deadline``, then SIGKILL what is left."""
+        if handle.returncode is not None and _wait_group_gone(handle.pid, deadline):
+            return
+        _signal_group(handle.pid, signal.SIGKILL)
+        self.wait(handle, 5.0)
+        _wait_group_gone(handle.pid, time.monotonic() + 5.0)
 
     def stop_many(self, handles: list[ProcessHandle], grace: float = 5.0) -> None:
         """SIGTERM every live group at once, wait ``grace`` in all, SIGKILL what is left."""
@@ -192,10 +199,8 @@ class LocalHost(Host):
         for handle in live:
             self.wait(handle, deadline - time.monotonic())
         for handle in live:
-            if self.poll(handle) is None or not _group_gone(handle.pid, deadline):
-                _signal_group(handle.pid, signal.SIGKILL)
-                self.wait(handle, 5.0)
-                _group_gone(handle.pid, time.monotonic() + 5.0)
+            self.poll(handle)
+            self._end_group(handle, deadline)
 
     def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
         live = [h for h in list(self._live.values()) if self.poll(h) is None]
@@ -254,7 +259,7 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def _group_gone(pgid: int, deadline: float) -> bool:
+def _wait_group_gone(pgid: int, deadline: float) -> bool:
     """Waits (bounded by ``deadline``) until no process of group ``pgid`` runs; whether none does."""
     while _group_alive(pgid):
         if time.monotonic() >= deadline:

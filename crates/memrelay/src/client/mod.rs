@@ -331,6 +331,11 @@ impl<E> ClientSide<E> {
         self.arriving
     }
 
+    /// When the client's first waiting byte was read (now if none waits).
+    pub fn arrival(&self, slot: usize) -> Instant {
+        self.sessions.get(slot).map_or_else(Instant::now, |s| s.io.arrival())
+    }
+
     /// Brings [`ClientSide::arriving`] up to date after the client's waiting bytes changed (a
     /// read, or requests taken from them).
     pub fn note_arriving(&mut self, slot: usize) {

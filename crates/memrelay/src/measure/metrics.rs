@@ -349,17 +349,17 @@ impl Recorder {
         }
     }
 
-    /// This thread wrote a request's reply (a pool worker).
+    /// This thread wrote a request's reply at `at` (a pool worker; its `reply_written`).
     #[inline]
-    pub fn request_out(&self) {
-        self.in_system.departed(usize::from(self.thread));
+    pub fn request_out(&self, at: Instant) {
+        self.in_system.departed(usize::from(self.thread), at);
     }
 
-    /// This thread counts `count` requests in (an event loop: those in flight and those arriving;
-    /// the pool's net thread: those it queued and those arriving).
+    /// This thread counts `count` requests in from `at` on (an event loop: those in flight and
+    /// those arriving; the pool's net thread: those it queued and those arriving).
     #[inline]
-    pub fn requests_in_flight(&self, count: usize) {
-        self.in_system.set(usize::from(self.thread), count);
+    pub fn requests_in_flight(&self, count: usize, at: Instant) {
+        self.in_system.set(usize::from(self.thread), count, at);
     }
 
     pub fn clock(&self) -> WindowClock {

@@ -347,6 +347,7 @@ impl StatsThread {
             "in_system": {
                 "mean": mean(in_system_sum, in_system_samples),
                 "samples": in_system_samples,
+                "missed": self.in_system.missed(),
             },
             "cpu_s": by_role(&self.cpu_totals),
         })

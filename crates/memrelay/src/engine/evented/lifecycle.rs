@@ -309,6 +309,7 @@ impl EventLoop {
     /// Moves the client's completed head replies, in order, to its socket.
     pub(super) fn deliver(&mut self, slot: usize) {
         let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+        let mut written = None;
         while let Some(&index) = session.engine.queue.front() {
             let entry = self.inflight.get_mut(index);
             if !entry.done {
@@ -320,13 +321,15 @@ impl EventLoop {
             }
             session.io.output().extend_from_slice(&entry.reply);
             entry.times.reply_written = Instant::now();
+            written = Some(entry.times.reply_written);
             if let Some(request) = entry.request.as_ref() {
                 let targets = entry.targets.len().max(1) as u16;
                 self.recorder.record(kind_of(request), &entry.times, &entry.outcome, targets);
             }
             self.inflight.release(index);
         }
-        self.count_inside();
+        // Counted out at the instant their response times end.
+        self.count_inside_at(written.unwrap_or_else(Instant::now));
         self.flush(slot);
         self.close_if_done(slot);
     }

@@ -155,11 +155,15 @@ impl EventLoop {
         self.clients.flush(self.poll.registry(), slot);
     }
 
-    /// Publishes this loop's count of the requests inside memrelay: those in flight and those
-    /// that began to arrive, so the count runs from the first byte, as the response time does
-    /// ([`crate::measure::in_system`]).
+    /// Publishes this loop's count of the requests inside memrelay as of now: those in flight
+    /// and those that began to arrive, so the count runs from the first byte, as the response
+    /// time does ([`crate::measure::in_system`]).
     pub fn count_inside(&self) {
-        self.recorder.requests_in_flight(self.inflight.counted() + self.clients.arriving());
+        self.count_inside_at(Instant::now());
+    }
+
+    pub fn count_inside_at(&self, at: Instant) {
+        self.recorder.requests_in_flight(self.inflight.counted() + self.clients.arriving(), at);
     }
 
     /// Closes the client once it is finished: broken, or closing (or at EOF) with every reply
@@ -228,7 +232,8 @@ impl Scheduler for EventLoop {
             ReadLimit::None
         };
         self.clients.read(slot, to_eof, limit);
-        self.count_inside();
+        // A client that begins to arrive counts from the read that brought its first byte.
+        self.count_inside_at(self.clients.arrival(slot));
     }
 
     fn flush_client(&mut self, slot: usize) {

@@ -96,7 +96,7 @@ impl NetThread {
         // Counted before the send, which wakes a worker that may take this thread's processor.
         self.clients.note_arriving(slot);
         self.queued += 1;
-        self.count_inside();
+        self.count_inside(job.times.enqueue);
         // Sampled as this request finds the queue (what waits ahead of it).
         self.recorder.queue_length(job.times.enqueue, self.queue.len());
         if self.queue.send(job).is_err() {
@@ -108,11 +108,11 @@ impl NetThread {
         true
     }
 
-    /// Publishes this thread's count of the requests inside memrelay: the ones it queued and
-    /// those that began to arrive and wait for their client's previous one (the workers count
-    /// theirs out), so the count runs from the first byte, as the response time does.
-    fn count_inside(&self) {
-        self.recorder.requests_in_flight(self.queued + self.clients.arriving());
+    /// Publishes this thread's count of the requests inside memrelay as of `at`: the ones it
+    /// queued and those that began to arrive and wait for their client's previous one (the
+    /// workers count theirs out), so the count runs from the first byte, as the response time does.
+    fn count_inside(&self, at: Instant) {
+        self.recorder.requests_in_flight(self.queued + self.clients.arriving(), at);
     }
 
     /// Reading pauses while a client has too much buffered; it resumes once that is parsed, or
@@ -163,7 +163,8 @@ impl Scheduler for NetThread {
         if self.clients.read(slot, to_eof, ReadLimit::Bytes(limit)) {
             self.clients.sessions[slot].engine.read_paused = true;
         }
-        self.count_inside();
+        // A client that begins to arrive counts from the read that brought its first byte.
+        self.count_inside(self.clients.arrival(slot));
     }
 
     fn flush_client(&mut self, slot: usize) {
@@ -201,7 +202,7 @@ impl Scheduler for NetThread {
         self.resume_reading(slot, starved);
         self.clients.note_arriving(slot);
         self.close_if_done(slot);
-        self.count_inside();
+        self.count_inside(Instant::now());
     }
 
     fn engine_event(&mut self, _token: Token, _event: &Event) {}

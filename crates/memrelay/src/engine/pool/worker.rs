@@ -201,8 +201,8 @@ impl Worker {
         let outcome = finished.reply(answer, |s| servers[s].addr, &mut self.cursors, &mut job.reply);
         write_to_client(job);
         job.times.reply_written = Instant::now();
-        // Counted out with the time its response ends, before anything else can delay it.
-        self.recorder.request_out();
+        // Counted out at the instant its response time ends.
+        self.recorder.request_out(job.times.reply_written);
         let targets = self.route.targets.len().max(1) as u16;
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
         if let Some(cold) = warming {
