@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from memrelay_lab.testbed._sshd import sshd_config
+
 SSHD = "/usr/sbin/sshd"
 
 
@@ -69,23 +71,8 @@ def start_sshd(folder: Path) -> Sshd:
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     port = _free_port()
     config = folder / "sshd_config"
-    config.write_text(f"""\
-Port {port}
-ListenAddress 127.0.0.1
-HostKey {folder}/host_ed25519
-PidFile {folder}/sshd.pid
-AuthorizedKeysFile {folder}/authorized_keys
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-StrictModes no
-UsePAM no
-MaxSessions 10
-MaxStartups 100
-Subsystem sftp internal-sftp
-LogLevel ERROR
-""")
+    config.write_text(sshd_config("127.0.0.1", port, folder / "host_ed25519", folder / "sshd.pid",
+                                  folder / "authorized_keys"))
     host_key = (folder / "host_ed25519.pub").read_text().split()
     (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
     log = folder / "sshd.log"

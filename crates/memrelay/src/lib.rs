@@ -35,6 +35,7 @@ mod engine;
 pub mod fuzzing;
 pub mod generation;
 pub mod health;
+mod log_limit;
 pub mod measure;
 mod relay;
 pub mod reload;

@@ -20,7 +20,7 @@ from pathlib import Path
 from ._cgroups import enter_cgroup
 from ._names import TestbedError
 
-__all__ = ["SSHD", "make_keys", "start_sshd", "wait_listening"]
+__all__ = ["SSHD", "make_keys", "sshd_config", "start_sshd", "wait_listening"]
 
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 22
@@ -58,15 +58,14 @@ def make_keys(folder: Path, hosts: dict[str, str]) -> tuple[Path, Path]:
     return user, known_hosts
 
 
-def start_sshd(folder: Path, name: str, namespace: str, address: str, cgroup: Path) -> subprocess.Popen:
-    """sshd in ``namespace`` on ``address``:22, inside ``cgroup``; returns its process."""
-    host_dir = folder / "hosts" / name
-    config = host_dir / "sshd_config"
-    config.write_text(f"""\
-ListenAddress {address}:{SSH_PORT}
-HostKey {host_dir}/host_ed25519
-PidFile {host_dir}/sshd.pid
-AuthorizedKeysFile {folder}/keys/authorized_keys
+def sshd_config(address: str, port: int, host_key: Path, pid_file: Path, authorized_keys: Path) -> str:
+    """An sshd_config for root logins by key only, on ``address``:``port`` (the testbed's hosts
+    and the SSH host tests' own server on loopback)."""
+    return f"""\
+ListenAddress {address}:{port}
+HostKey {host_key}
+PidFile {pid_file}
+AuthorizedKeysFile {authorized_keys}
 PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -78,7 +77,15 @@ MaxSessions 10
 MaxStartups 100
 Subsystem sftp internal-sftp
 LogLevel ERROR
-""")
+"""
+
+
+def start_sshd(folder: Path, name: str, namespace: str, address: str, cgroup: Path) -> subprocess.Popen:
+    """sshd in ``namespace`` on ``address``:22, inside ``cgroup``; returns its process."""
+    host_dir = folder / "hosts" / name
+    config = host_dir / "sshd_config"
+    config.write_text(sshd_config(address, SSH_PORT, host_dir / "host_ed25519", host_dir / "sshd.pid",
+                                  folder / "keys" / "authorized_keys"))
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     log = open(host_dir / "sshd.log", "ab")
     try:

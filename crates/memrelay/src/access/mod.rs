@@ -130,15 +130,8 @@ pub fn max_reply_bytes() -> usize {
 /// counted into the next line), so a client hammering at a closed door cannot flood the log.
 pub fn count_denial(reason: Reason, who: &str, what: &str) {
     DENIED[reason as usize].fetch_add(1, Ordering::Relaxed);
-    static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
-    static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let last = LAST_SECOND.load(Ordering::Relaxed);
-    if now == last || LAST_SECOND.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    let others = SUPPRESSED.swap(0, Ordering::Relaxed);
+    static LOG: crate::log_limit::OncePerSecond = crate::log_limit::OncePerSecond::new();
+    let Some(others) = LOG.admit() else { return };
     let others = if others > 0 { format!(" ({others} more refused since the last line)") } else { String::new() };
     eprintln!("memrelay: access denied ({}): {who}: {what}{others}", reason.name());
 }

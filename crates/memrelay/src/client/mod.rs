@@ -164,17 +164,9 @@ fn reregister(registry: &Registry, socket: &TcpStream, slot: usize, want: bool) 
 /// Logs a binary-protocol client refused, at most one line a second for the whole process (the
 /// others are counted into the next line), so a flood of them cannot flood the log.
 fn log_binary_refusal(opcode: u8, peer: Option<std::net::SocketAddr>) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
-    static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let last = LAST_SECOND.load(Ordering::Relaxed);
-    if now == last || LAST_SECOND.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
+    static LOG: crate::log_limit::OncePerSecond = crate::log_limit::OncePerSecond::new();
+    let Some(others) = LOG.admit() else { return };
     let peer = peer.map_or_else(|| "a client".to_string(), |p| p.to_string());
-    let others = SUPPRESSED.swap(0, Ordering::Relaxed);
     let others = if others > 0 { format!(" ({others} more since the last line)") } else { String::new() };
     eprintln!(
         "memrelay: {peer} spoke the binary protocol (opcode 0x{opcode:02x}): answered \"not supported\" and closed; memrelay speaks the text protocol only{others}"
