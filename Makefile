@@ -35,7 +35,7 @@ test-rust: build
 	$(CARGO) test --release --workspace
 
 test-lab: deps
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q
+	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q -rs --durations=12
 
 # memrelay driven by real Python clients (pymemcache, meta-memcache) and libmemcached's
 # memccp/memccat, against memcached as the reference (tests/python; builds nothing); then the
@@ -43,7 +43,7 @@ test-lab: deps
 # pymemcache, pylibmc, built by scripts/install-clients.sh), a server killed and restarted.
 test-clients: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/python -q
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/clients -q
+	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/clients -q -rs --durations=5
 
 # The bench's peers do each row's job (keys read back from the servers) and its work check
 # catches one that does not; memcached's proxy only with MEMCACHED_PROXY set.
