@@ -157,6 +157,20 @@ pub struct Args {
     #[arg(long, default_value = "1.2", value_parser = ["1.2", "1.3"])]
     pub tls_min_version: String,
 
+    /// Ask TLS clients for a certificate signed by this CA (PEM); its name (subject CN, else the
+    /// first DNS/e-mail/URI name) is the client's identity for the access rules
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// With --tls-client-ca: refuse clients without a certificate (required), or take them
+    /// without an identity (optional)
+    #[arg(long, default_value = "required", value_parser = ["required", "optional"])]
+    pub tls_client_auth: String,
+
+    /// A TLS handshake not finished in this time closes the connection
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub tls_handshake_timeout_ms: u64,
+
     /// Clients must log in as a user of this file (memcached `-Y` format, `user:password` lines)
     /// with memcached's ASCII authentication; read again on SIGHUP
     #[arg(long, value_name = "FILE")]
@@ -342,7 +356,12 @@ impl Args {
 impl Args {
     /// The TLS listener, its files read once here so that a bad one is refused at start.
     fn tls_settings(&self) -> Result<Option<memrelay::TlsSettings>, String> {
-        let Some(listen) = &self.tls_listen else { return Ok(None) };
+        let Some(listen) = &self.tls_listen else {
+            return match self.tls_client_ca {
+                Some(_) => Err("--tls-client-ca needs --tls-listen".into()),
+                None => Ok(None),
+            };
+        };
         if self.engine != EngineArg::Evented {
             return Err(
                 "--tls-listen needs --engine evented (the pool's workers write to client sockets themselves)".into()
@@ -356,7 +375,13 @@ impl Args {
             cert: cert.clone(),
             key: key.clone(),
             min_version: if self.tls_min_version == "1.3" { 13 } else { 12 },
+            client_ca: self.tls_client_ca.clone(),
+            client_cert_optional: self.tls_client_auth == "optional",
+            handshake_timeout: Duration::from_millis(self.tls_handshake_timeout_ms),
         };
+        if self.tls_handshake_timeout_ms == 0 {
+            return Err("--tls-handshake-timeout-ms must be at least 1".into());
+        }
         memrelay::client_tls_config(&settings)?;
         Ok(Some(settings))
     }
@@ -374,6 +399,7 @@ impl Args {
             max_keys_per_get: self.max_keys_per_get.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             max_reply_bytes: self.max_reply_bytes.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             metrics_auth_file: self.metrics_auth_file.clone(),
+            certificate_identities: self.tls_listen.is_some() && self.tls_client_ca.is_some(),
         };
         if settings.metrics_auth_file.is_some() && self.metrics_listen.is_none() {
             return Err("--metrics-auth-file needs --metrics-listen".into());

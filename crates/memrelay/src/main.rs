@@ -49,10 +49,10 @@ fn main() -> ExitCode {
         println!("memrelay: {} is valid: {} servers ({})", file.display(), servers.len(), servers.join(", "));
         return ExitCode::SUCCESS;
     }
-    // SIGHUP reads the file again under the same command line (and the auth file, also when
-    // there is no configuration file).
-    let reload: Option<memrelay::reload::Source> = match expanded.file.is_some() || settings.access.auth_file.is_some()
-    {
+    // SIGHUP reads the file again under the same command line (and the auth file and the TLS
+    // certificates, also when there is no configuration file).
+    let rereadable = expanded.file.is_some() || settings.access.auth_file.is_some() || settings.tls.is_some();
+    let reload: Option<memrelay::reload::Source> = match rereadable {
         true => Some(Box::new(move || read_settings(argv.clone()))),
         false => None,
     };

@@ -35,6 +35,8 @@ pub(crate) struct Target {
     pub current: Arc<Current>,
     /// The access policy (auth file and rules, read again).
     pub access: Arc<crate::access::Access>,
+    /// The TLS listener's configuration (certificate files read again).
+    pub tls: Option<Arc<crate::client::tls::SharedConfig>>,
 }
 
 /// Starts a thread that reloads on each SIGHUP (until `shutdown`).
@@ -73,6 +75,18 @@ pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
             return Err(problem);
         }
     };
+    // The TLS certificates (a renewed certificate, a new client CA): read again from the files
+    // now named, for connections accepted from now on.
+    let tls = match (&target.tls, &next.tls) {
+        (Some(_), Some(settings)) => match crate::client::tls::server_config(settings) {
+            Ok(config) => Some(config),
+            Err(problem) => {
+                refuse(target, &problem);
+                return Err(problem);
+            }
+        },
+        _ => None,
+    };
     let generation = match Generation::build(next, &target.registry, number) {
         Ok(generation) => generation,
         Err(problem) => {
@@ -97,6 +111,10 @@ pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
     );
     eprintln!("memrelay: reload: access: {}", policy.describe());
     target.access.publish(policy);
+    if let (Some(shared), Some(config)) = (&target.tls, tls) {
+        shared.replace(config);
+        eprintln!("memrelay: reload: TLS certificates read again");
+    }
     target.current.publish(generation);
     Ok(number)
 }
@@ -129,5 +147,6 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("health (down-after, probes, warming)", &was.health, &now.health);
     compare("shutdown-grace-ms", &was.shutdown_grace, &now.shutdown_grace);
     compare("repair-spool-dir", &was.repair_spool, &now.repair_spool);
+    compare("tls-listen", &was.tls.as_ref().map(|t| t.listen), &now.tls.as_ref().map(|t| t.listen));
     changed
 }

@@ -93,6 +93,8 @@ pub(crate) struct Runtime {
     pub live: Arc<LiveTotals>,
     /// Who may do what ([`crate::access`]).
     pub access: Arc<Access>,
+    /// The TLS listener's configuration (`--tls-listen`), which a reload replaces.
+    pub tls: Option<Arc<crate::client::tls::SharedConfig>>,
     /// Requests inside memrelay, one counter per recording thread.
     in_system: Arc<InSystem>,
     pub shutdown: Arc<AtomicBool>,
@@ -121,6 +123,10 @@ impl Runtime {
         if !access.get().is_open() {
             eprintln!("memrelay: access: {}", access.get().describe());
         }
+        let tls = match &settings.tls {
+            Some(tls) => Some(Arc::new(crate::client::tls::SharedConfig::new(tls).map_err(Error::Access)?)),
+            None => None,
+        };
         let clock = WindowClock { start: Instant::now(), length: settings.measurement.window };
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();
@@ -181,6 +187,7 @@ impl Runtime {
                 registry: Arc::clone(&registry),
                 current: Arc::clone(&current),
                 access: Arc::clone(&access),
+                tls: tls.clone(),
             };
             reload::watch(source, target, Arc::clone(&shutdown)).map_err(Error::EventLoopSetup)?;
         }
@@ -191,6 +198,7 @@ impl Runtime {
             health,
             live,
             access,
+            tls,
             in_system,
             shutdown,
             clock,

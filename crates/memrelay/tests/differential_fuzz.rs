@@ -166,10 +166,17 @@ fn mutated_inputs_answer_as_memcached(engine: &str) {
     let mut compared = 0;
     for case in 0..CASES {
         let input = mutate(&mut rng);
-        // The same state on both sides before each case: the keys the seeds use.
-        let reset = b"set k 0 0 1\r\nv\r\nset n 0 0 2\r\n10\r\ndelete j\r\ndelete m\r\n";
+        // The same state on both sides before each case: nothing but the keys the seeds use.
+        // (Without the flush, keys an earlier case stored with an expiry outlive it, and each
+        // memcached process ticks its one-second clock at its own moment: one side's copy can
+        // expire a second before the other's.)
+        let reset = b"flush_all\r\nset k 0 0 1\r\nv\r\nset n 0 0 2\r\n10\r\n";
         exchange(&reference.addr(), reset);
         exchange(&relay.addr(), reset);
+        let check_innocent = case % 100 == 0;
+        if check_innocent {
+            assert_eq!(innocent.set("innocent", b"mine"), "STORED\r\n");
+        }
         let want = exchange(&reference.addr(), &input);
         let got = exchange(&relay.addr(), &input);
         let (want_class, got_class) = (first_class(&want), first_class(&got));
@@ -185,7 +192,7 @@ fn mutated_inputs_answer_as_memcached(engine: &str) {
             );
             compared += 1;
         }
-        if case % 100 == 0 {
+        if check_innocent {
             assert_eq!(innocent.get("innocent"), vec![("innocent".to_string(), b"mine".to_vec())], "after case {case}");
         }
     }

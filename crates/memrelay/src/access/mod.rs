@@ -42,6 +42,9 @@ pub struct AccessSettings {
     /// `--metrics-auth-file`: `/metrics` asks for HTTP basic authentication as one of its users
     /// (the auth file's format).
     pub metrics_auth_file: Option<PathBuf>,
+    /// Client certificates are verified (`--tls-client-ca`): the names they carry are identities
+    /// the rules may name, as the auth file's users are.
+    pub certificate_identities: bool,
 }
 
 /// Why a request was refused (a label of `memrelay_access_denied_total`).
@@ -63,10 +66,13 @@ pub enum Reason {
     ReplyTooLarge,
     /// A scrape of `/metrics` without valid credentials.
     MetricsAuth,
+    /// A TLS client whose handshake failed (no or a bad certificate, not TLS) or did not finish
+    /// in time.
+    TlsHandshake,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 8] = [
+    pub const ALL: [Reason; 9] = [
         Reason::Unauthenticated,
         Reason::AuthFailure,
         Reason::KeyPrefix,
@@ -75,6 +81,7 @@ impl Reason {
         Reason::TooManyKeys,
         Reason::ReplyTooLarge,
         Reason::MetricsAuth,
+        Reason::TlsHandshake,
     ];
 
     pub fn name(self) -> &'static str {
@@ -87,6 +94,7 @@ impl Reason {
             Reason::TooManyKeys => "too_many_keys",
             Reason::ReplyTooLarge => "reply_too_large",
             Reason::MetricsAuth => "metrics_auth",
+            Reason::TlsHandshake => "tls_handshake",
         }
     }
 }
@@ -145,6 +153,8 @@ pub struct Policy {
     max_keys_per_get: usize,
     max_reply_bytes: usize,
     metrics_users: Option<Users>,
+    /// Identities also come from client certificates.
+    certificates: bool,
     /// Nothing is checked: no login, every rule allows everything, no key limit.
     open: bool,
 }
@@ -153,12 +163,16 @@ impl Policy {
     /// The policy `settings` describe (the auth file is read now).
     pub fn build(settings: &AccessSettings, number: u64) -> Result<Policy, String> {
         let users = settings.auth_file.as_deref().map(Users::load).transpose()?;
-        let rules = Rules::new(&settings.rules, users.is_some())?;
+        let rules = Rules::new(&settings.rules, users.is_some() || settings.certificate_identities)?;
         let max_keys_per_get = settings.max_keys_per_get.unwrap_or(usize::MAX);
-        let open = users.is_none() && rules.for_identity(None).allows_everything() && max_keys_per_get == usize::MAX;
+        let open = users.is_none()
+            && rules.identities().next().is_none()
+            && rules.for_identity(None).allows_everything()
+            && max_keys_per_get == usize::MAX;
         let max_reply_bytes = settings.max_reply_bytes.unwrap_or(usize::MAX);
         let metrics_users = settings.metrics_auth_file.as_deref().map(Users::load).transpose()?;
-        Ok(Policy { number, users, rules, max_keys_per_get, max_reply_bytes, metrics_users, open })
+        let certificates = settings.certificate_identities;
+        Ok(Policy { number, users, rules, max_keys_per_get, max_reply_bytes, metrics_users, certificates, open })
     }
 
     /// Whether a scrape carrying `authorization` (the HTTP header's value, if any) may read
@@ -187,12 +201,11 @@ impl Policy {
     pub fn describe(&self) -> String {
         let mut identities: Vec<&str> = self.rules.identities().collect();
         identities.sort_unstable();
+        let rules = if identities.is_empty() { "none".into() } else { identities.join(", ") };
+        let certificates = if self.certificates { "; client certificates name identities" } else { "" };
         match &self.users {
-            Some(users) => format!(
-                "{} users must log in; rules for {}",
-                users.len(),
-                if identities.is_empty() { "none".into() } else { identities.join(", ") }
-            ),
+            Some(users) => format!("{} users must log in{certificates}; rules for {rules}", users.len()),
+            None if self.certificates => format!("client certificates name identities; rules for {rules}"),
             None if self.open => "no authentication, no access rules".into(),
             None => "no authentication; the `*` rule and limits apply to every connection".into(),
         }
@@ -296,6 +309,14 @@ impl Guard {
                 LoginStep::Answer { reply: ErrorReply::Client(text), consumed }
             }
         })
+    }
+
+    /// The connection's TLS client certificate named `identity`: it is logged in as that
+    /// identity, as after a login (no ASCII login is asked of it).
+    pub fn certified(&mut self, identity: Arc<str>) {
+        LOGINS.fetch_add(1, Ordering::Relaxed);
+        self.rule = self.policy.rules.for_identity(Some(identity.as_bytes())).clone();
+        self.user = Some(identity);
     }
 
     /// The access check of a parsed request ([`check::check`]); a refusal is counted and logged.

@@ -197,7 +197,10 @@ impl Rules {
             }
         }
         if !authenticated && !by_identity.is_empty() {
-            return Err("access rules name identities, which need --auth-file (only `*` applies without it)".into());
+            return Err(
+                "access rules name identities, which need --auth-file or --tls-client-ca (only `*` applies without them)"
+                    .into(),
+            );
         }
         let fallback = fallback.unwrap_or_else(|| if authenticated { Rule::no_admin() } else { Rule::everything() });
         Ok(Rules { by_identity, fallback })

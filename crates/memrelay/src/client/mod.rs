@@ -16,6 +16,7 @@ pub mod tls;
 
 pub use framing::{Framing, Next};
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -30,8 +31,7 @@ use slab::Slab;
 use crate::access::{self, Guard, LoginStep};
 use io::{ClientIo, ReadLimit};
 use local::LocalAnswers;
-use rustls::ServerConfig;
-use tls::TlsSession;
+use tls::{SharedConfig, TlsSession};
 
 /// The listening socket's token.
 pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
@@ -177,7 +177,10 @@ fn log_binary_refusal(opcode: u8, peer: Option<std::net::SocketAddr>) {
 pub(crate) struct ClientSide<E> {
     listener: Option<TcpListener>,
     /// The TLS listener beside the plain one, and its configuration.
-    tls_listener: Option<(TcpListener, Arc<ServerConfig>, Registry)>,
+    tls_listener: Option<(TcpListener, Arc<SharedConfig>, Registry)>,
+    /// TLS clients still in their handshake, by deadline (accept order is deadline order);
+    /// entries of clients gone or done are skipped when they come up.
+    handshakes: VecDeque<(Instant, usize)>,
     pub sessions: Slab<Session<E>>,
     pub limits: Limits,
     /// Most clients of the whole process (every loop's clients count).
@@ -201,6 +204,7 @@ impl<E> ClientSide<E> {
         Ok(ClientSide {
             listener: Some(listener),
             tls_listener: None,
+            handshakes: VecDeque::new(),
             sessions: Slab::with_capacity(1024),
             limits,
             max_clients,
@@ -215,7 +219,7 @@ impl<E> ClientSide<E> {
         &mut self,
         registry: &Registry,
         mut listener: TcpListener,
-        config: Arc<ServerConfig>,
+        config: Arc<SharedConfig>,
     ) -> std::io::Result<()> {
         registry.register(&mut listener, TLS_LISTENER, Interest::READABLE)?;
         // Reading a TLS client may need writable events (handshake records), where the caller
@@ -249,13 +253,15 @@ impl<E> ClientSide<E> {
                         continue;
                     }
                     let session_tls = match &self.tls_listener {
-                        Some((_, config, _)) if tls => match TlsSession::new(config) {
-                            Some(session) => Some(Box::new(session)),
-                            None => {
-                                self.local.connection_closed();
-                                continue;
+                        Some((_, config, _)) if tls => {
+                            match TlsSession::new(config.get(), Instant::now() + config.settings().handshake_timeout) {
+                                Some(session) => Some(Box::new(session)),
+                                None => {
+                                    self.local.connection_closed();
+                                    continue;
+                                }
                             }
-                        },
+                        }
                         _ => None,
                     };
                     let _ = stream.set_nodelay(true);
@@ -264,6 +270,9 @@ impl<E> ClientSide<E> {
                     if registry.register(&mut SourceFd(&fd), Token(entry.key()), Interest::READABLE).is_err() {
                         self.local.connection_closed();
                         continue;
+                    }
+                    if let Some(tls) = &session_tls {
+                        self.handshakes.push_back((tls.deadline, entry.key()));
                     }
                     entry.insert(Session {
                         socket: Arc::new(stream),
@@ -288,6 +297,30 @@ impl<E> ClientSide<E> {
         }
     }
 
+    /// Marks broken the TLS clients whose handshake is past its deadline (the engine closes them),
+    /// counting and logging them; returns them and when the next deadline is.
+    pub fn expire_handshakes(&mut self, now: Instant) -> (Vec<usize>, Option<Instant>) {
+        let mut expired = Vec::new();
+        while let Some(&(deadline, slot)) = self.handshakes.front() {
+            let session = self.sessions.get_mut(slot);
+            let waiting = session.as_ref().and_then(|s| s.tls.as_ref()).filter(|tls| tls.deadline == deadline);
+            match waiting {
+                Some(tls) if !tls.handshaking() => {}
+                Some(_) if deadline > now => return (expired, Some(deadline)),
+                Some(_) => {
+                    let session = session.expect("found above");
+                    session.io.broken = true;
+                    let peer = access::peer_name(session.socket.peer_addr().ok());
+                    access::count_denial(access::Reason::TlsHandshake, &peer, "TLS handshake not finished in time");
+                    expired.push(slot);
+                }
+                None => {}
+            }
+            self.handshakes.pop_front();
+        }
+        (expired, None)
+    }
+
     /// When accepting must be tried again without an event (after running out of descriptors).
     pub fn accept_retry_at(&self) -> Option<Instant> {
         self.accept_retry_at
@@ -299,6 +332,14 @@ impl<E> ClientSide<E> {
         let paused = match &mut session.tls {
             Some(tls) => {
                 let paused = tls.read(&session.socket, &mut session.io, to_eof, limit);
+                let peer = || access::peer_name(session.socket.peer_addr().ok());
+                if let Some(identity) = tls.take_identity() {
+                    if let Some(name) = identity {
+                        session.guard.certified(name.into());
+                    }
+                } else if let Some(failure) = tls.take_failure() {
+                    access::count_denial(access::Reason::TlsHandshake, &peer(), &format!("TLS handshake: {failure}"));
+                }
                 // The handshake may have left records for a socket that is full.
                 if let (Some(want), Some((_, _, registry))) =
                     (tls.flush(&session.socket, &mut session.io), &self.tls_listener)

@@ -8,20 +8,30 @@
 //! input; a flush hands the client's output to rustls (whose send buffer bounds it) and writes
 //! records until the socket would block. The pool engine, whose workers write replies to the
 //! client socket themselves, does not take it.
+//!
+//! Client certificates (`--tls-client-ca`): verified against the CA, required or optional; the
+//! certificate's name (its subject CN, else its first DNS, e-mail or URI name) becomes the
+//! connection's identity for the access rules, as a login does. A handshake that has not
+//! finished within `--tls-handshake-timeout` is closed, so half-open handshakes cost a socket
+//! for a bounded time. The certificate files are read again on SIGHUP ([`SharedConfig`]):
+//! connections accepted afterwards use the new ones, established ones keep theirs.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::{ServerConfig, ServerConnection};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, ServerConnection};
 
 use super::io::{ClientIo, ReadLimit};
 
-/// `--tls-listen`, `--tls-cert`, `--tls-key`, `--tls-min-version`.
+/// `--tls-listen`, `--tls-cert`, `--tls-key`, `--tls-min-version`, `--tls-client-ca`,
+/// `--tls-client-auth`, `--tls-handshake-timeout`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSettings {
     pub listen: SocketAddr,
@@ -31,6 +41,12 @@ pub struct TlsSettings {
     pub key: PathBuf,
     /// Oldest TLS version taken: 12 or 13.
     pub min_version: u8,
+    /// Client certificates are asked for and verified against this CA bundle (PEM).
+    pub client_ca: Option<PathBuf>,
+    /// With `client_ca`: a client without a certificate is still taken (as no identity).
+    pub client_cert_optional: bool,
+    /// A handshake not finished by then closes the connection.
+    pub handshake_timeout: Duration,
 }
 
 /// The rustls configuration `settings` describe (the error names the file and the problem).
@@ -48,13 +64,76 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, String
         _ => &[&rustls::version::TLS13, &rustls::version::TLS12],
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(versions)
-        .map_err(|e| format!("TLS versions: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+        .map_err(|e| format!("TLS versions: {e}"))?;
+    let builder = match &settings.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = RootCertStore::empty();
+            let cas = CertificateDer::pem_file_iter(ca)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
+            let (added, _) = roots.add_parsable_certificates(cas);
+            if added == 0 {
+                return Err(format!("--tls-client-ca {}: no CA certificate in it", ca.display()));
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if settings.client_cert_optional { verifier.allow_unauthenticated() } else { verifier };
+            builder.with_client_cert_verifier(
+                verifier.build().map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?,
+            )
+        }
+    };
+    let config = builder.with_single_cert(certs, key).map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
     Ok(Arc::new(config))
+}
+
+/// The listener's configuration, shared by every event loop and replaced whole by a reload
+/// (SIGHUP reads the certificate files again).
+#[derive(Debug)]
+pub struct SharedConfig {
+    settings: TlsSettings,
+    current: RwLock<Arc<ServerConfig>>,
+}
+
+impl SharedConfig {
+    pub fn new(settings: &TlsSettings) -> Result<SharedConfig, String> {
+        Ok(SharedConfig { settings: settings.clone(), current: RwLock::new(server_config(settings)?) })
+    }
+
+    pub fn settings(&self) -> &TlsSettings {
+        &self.settings
+    }
+
+    /// The configuration a new connection takes.
+    pub fn get(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Puts a configuration built by [`server_config`] in force for connections accepted from now.
+    pub fn replace(&self, config: Arc<ServerConfig>) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = config;
+    }
+}
+
+/// The identity a client certificate names: its subject's common name, else its first DNS,
+/// e-mail or URI subject alternative name. None when it has none that is one word of at most
+/// 250 bytes (the form an access rule's identity takes).
+pub fn certificate_identity(der: &[u8]) -> Option<String> {
+    use x509_parser::extensions::GeneralName;
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let common_name = cert.subject().iter_common_name().find_map(|cn| cn.as_str().ok().map(str::to_owned));
+    let alternative = || {
+        let names = cert.subject_alternative_name().ok()??;
+        names.value.general_names.iter().find_map(|name| match name {
+            GeneralName::DNSName(s) | GeneralName::RFC822Name(s) | GeneralName::URI(s) => Some(s.to_string()),
+            _ => None,
+        })
+    };
+    common_name
+        .or_else(alternative)
+        .filter(|name| !name.is_empty() && name.len() <= 250 && !name.contains(|c: char| c == ' ' || c.is_control()))
 }
 
 /// One client's TLS state.
@@ -62,11 +141,42 @@ pub(crate) struct TlsSession {
     conn: ServerConnection,
     /// Writable events are asked for (records wait for the socket).
     wants_writable: bool,
+    /// When the handshake must have finished.
+    pub deadline: Instant,
+    /// The certificate's identity was handed out (it is, once, after the handshake).
+    identity_taken: bool,
+    /// Why the handshake failed (rustls' words), until it is taken to be counted.
+    failure: Option<String>,
 }
 
 impl TlsSession {
-    pub fn new(config: &Arc<ServerConfig>) -> Option<TlsSession> {
-        ServerConnection::new(Arc::clone(config)).ok().map(|conn| TlsSession { conn, wants_writable: false })
+    pub fn new(config: Arc<ServerConfig>, deadline: Instant) -> Option<TlsSession> {
+        ServerConnection::new(config).ok().map(|conn| TlsSession {
+            conn,
+            wants_writable: false,
+            deadline,
+            identity_taken: false,
+            failure: None,
+        })
+    }
+
+    pub fn handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
+    /// Once the handshake is done: `Some` the first time, with the identity the client's
+    /// certificate names (or `None` inside when it sent none or it names none).
+    pub fn take_identity(&mut self) -> Option<Option<String>> {
+        if self.identity_taken || self.conn.is_handshaking() {
+            return None;
+        }
+        self.identity_taken = true;
+        Some(self.conn.peer_certificates().and_then(|chain| chain.first()).and_then(|leaf| certificate_identity(leaf)))
+    }
+
+    /// Why the handshake failed, once.
+    pub fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
     }
 
     /// Reads records until the socket would block (or the peer closed), answers the handshake,
@@ -87,8 +197,9 @@ impl TlsSession {
                         return false;
                     }
                 }
-                if self.conn.process_new_packets().is_err() {
+                if let Err(error) = self.conn.process_new_packets() {
                     // rustls queued an alert for the peer; send it and give up.
+                    self.failure = Some(error.to_string());
                     let _ = self.conn.write_tls(&mut &*socket);
                     io.broken = true;
                     return false;

@@ -44,11 +44,11 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
     // One listening socket per loop (SO_REUSEPORT, after checking the port is free).
     let listeners = startup::listen(settings.listen.addr, threads)?;
     // And as many TLS listeners, with the configuration they share.
-    let mut tls = match &settings.tls {
-        Some(tls) => {
-            let config = crate::client::tls::server_config(tls).map_err(Error::Access)?;
-            startup::listen(tls.listen, threads)?.into_iter().map(|l| Some((l, Arc::clone(&config)))).collect()
-        }
+    let mut tls = match &runtime.tls {
+        Some(config) => startup::listen(config.settings().listen, threads)?
+            .into_iter()
+            .map(|l| Some((l, Arc::clone(config))))
+            .collect(),
         None => Vec::new(),
     };
     tls.resize_with(threads, || None);

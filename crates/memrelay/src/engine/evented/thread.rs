@@ -117,7 +117,7 @@ impl EventLoop {
     pub fn listen_tls(
         &mut self,
         listener: mio::net::TcpListener,
-        config: Arc<rustls::ServerConfig>,
+        config: Arc<crate::client::tls::SharedConfig>,
     ) -> std::io::Result<()> {
         self.clients.listen_tls(self.poll.registry(), listener, config)
     }
@@ -206,12 +206,16 @@ impl Scheduler for EventLoop {
 
     fn timers(&mut self, now: Instant) -> Option<Instant> {
         self.expire(now);
+        let (expired, next_handshake) = self.clients.expire_handshakes(now);
+        for slot in expired {
+            self.close_if_done(slot);
+        }
         if !self.retiring.is_empty() {
             self.close_retired();
         }
         // Requests that timed out are answered now, not after the next event.
         self.end_of_turn();
-        self.upstreams.iter().filter_map(Upstream::next_deadline).min()
+        self.upstreams.iter().filter_map(Upstream::next_deadline).chain(next_handshake).min()
     }
 
     fn accept(&mut self) {
