@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `make bench`: memcached direct, twemproxy, memcached's proxy ($MEMCACHED_PROXY) and memrelay evented
-# with 1 and K threads side by side (see scripts/bench_proxies.py --help). Extra arguments are
-# passed on, e.g. --profile or --measurement-cost.
+# with 1 and K threads side by side (see scripts/bench_proxies.py --help; extra arguments are
+# passed on to it, e.g. --profile or --measurement-cost), then other clients' p99 beside 1,000
+# stalled TLS handshakes (scripts/bench_handshakes.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python3 scripts/bench_proxies.py "$@"
+python3 scripts/bench_proxies.py "$@"
+# Slow and half-open TLS handshakes beside ordinary clients (their p99 with and without).
+python3 scripts/bench_handshakes.py
