@@ -146,7 +146,6 @@ pub struct Conn {
 impl Conn {
     pub fn new(
         stream: TcpStream,
-        tls: Option<TlsSession>,
         global: u64,
         server: usize,
         workload: ClientWorkload,
@@ -156,7 +155,7 @@ impl Conn {
     ) -> Conn {
         Conn {
             stream: Some(stream),
-            tls: tls.map(Box::new),
+            tls: None,
             global,
             server,
             tcp_up: false,

@@ -164,7 +164,9 @@ impl Worker {
                 None => None,
             };
             let workload = ClientWorkload::new(&cfg, global, total);
-            self.conns.push(Conn::new(stream, tls, global, server, workload, cfg.pipeline, max_request, cfg.protocol));
+            let mut conn = Conn::new(stream, global, server, workload, cfg.pipeline, max_request, cfg.protocol);
+            conn.tls = tls.map(Box::new);
+            self.conns.push(conn);
         }
         let deadline = Instant::now() + Duration::from_secs_f64(cfg.connect_timeout_s);
         let mut pending = self.conns.len();
