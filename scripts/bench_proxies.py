@@ -13,6 +13,7 @@ servers' counters must show that the target did the row's job (scripts/benchlib/
     BENCH_QUICK=1 scripts/bench_proxies.py        # one short repetition, for development
     scripts/bench_proxies.py --measurement-cost   # memrelay with and without --stats-dir
     scripts/bench_proxies.py --baseline-bin DIR   # also DIR/memrelay beside this build (before/after)
+    BENCH_QUICK=1 scripts/bench_proxies.py --rows "TLS read 16"   # what TLS costs (with "read 16")
 
 memcached's proxy is not packaged: MEMCACHED_PROXY=/path/to/memcached (built with
 --enable-proxy) adds it; without it its cells say so. Standard library only. Every process it
@@ -32,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import peers, profile, rows as rowlib, workcheck
+from benchlib import peers, profile, rows as rowlib, tls as tlslib, workcheck
 from benchlib.processes import Processes, cpu_split, free_port, wait_for_port
 from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
 
@@ -42,7 +43,7 @@ KEYS = 10_000
 DEFAULT_TARGETS = ["memcached", "twemproxy", "memcached-proxy", "memrelay-evented/1", f"memrelay-evented/{peers.CORES}"]
 
 
-def bench_argv(ports: list[int], row: rowlib.Row, seconds: float, out: Path) -> list[str]:
+def bench_argv(ports: list[int], row: rowlib.Row, seconds: float, out: Path, tls_ca: Path | None = None) -> list[str]:
     argv = [peers.find("memrelay-bench", BIN, "run `make build`")]
     for port in ports:
         argv += ["--server", f"127.0.0.1:{port}"]
@@ -51,15 +52,18 @@ def bench_argv(ports: list[int], row: rowlib.Row, seconds: float, out: Path) -> 
         "--ratio", row.ratio, "--multiget", str(row.multiget), "--data-size", "1024",
         "--key-maximum", str(KEYS - 1), "--test-time", str(seconds), "--json-out", str(out), "--quiet",
     ]
+    argv += ["--tls-ca", str(tls_ca)] if tls_ca else []
     return argv + (["--rate", str(row.rate)] if row.rate else [])
 
 
 def measure(pid: int, port: int, servers: list[int], row: rowlib.Row, seconds: float, out: Path,
             direct: bool) -> dict:
-    """One run of the row against the target on `port`: bench results, CPU, work check."""
+    """One run of the row against the target on `port`: bench results, CPU, work check.
+    `servers`: the ports the servers' counters are read on (a TLS server's plain port)."""
     counters_before = [workcheck.server_counters(p) for p in servers]
     user0, sys0 = cpu_split(pid)
-    subprocess.run(bench_argv([port], row, seconds, out), check=True, stdout=subprocess.DEVNULL, timeout=seconds + 60)
+    tls_ca = tlslib.files(out.parent).ca if row.tls else None
+    subprocess.run(bench_argv([port], row, seconds, out, tls_ca), check=True, stdout=subprocess.DEVNULL, timeout=seconds + 60)
     user1, sys1 = cpu_split(pid)
     counters_after = [workcheck.server_counters(p) for p in servers]
     result = json.loads(out.read_text())
@@ -100,15 +104,56 @@ def start_servers(procs: Processes, work: Path, count: int) -> list[tuple[int, i
     return servers
 
 
-def start_targets(procs: Processes, work: Path, servers: list[tuple[int, int]], names: list[str], layouts: set[str],
+def start_tls_servers(procs: Processes, work: Path, count: int) -> list[tuple[int, int, int]]:
+    """`count` memcached speaking TLS (memcached -Z), each filled with keys 0..KEYS-1 through its
+    plain port; returns (TLS port, pid, plain port) each. Makes the certificates first."""
+    if count == 0:
+        return []
+    files = tlslib.make(work)
+    servers = []
+    for i in range(count):
+        port, plain = free_port(), free_port()
+        argv = [peers.find("memcached", BIN, "run `make deps`"), "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                "-m", "256", "-t", "2", "-c", str(peers.MAX_CONNECTIONS)] + tlslib.memcached_options(files, plain)
+        argv += ["-u", "root"] if os.geteuid() == 0 else []
+        proc = procs.start(argv, work / f"memcached-tls-{i}.log")
+        wait_for_port(port, proc)
+        wait_for_port(plain, proc)
+        populate = [peers.find("memrelay-bench", BIN, "run `make build`"), "--server", f"127.0.0.1:{plain}", "--populate",
+                    "--key-maximum", str(KEYS - 1), "--data-size", "1024", "--quiet", "--threads", "1", "--clients", "8"]
+        subprocess.run(populate, check=True, stdout=subprocess.DEVNULL, timeout=120)
+        servers.append((port, proc.pid, plain))
+    return servers
+
+
+class Servers:
+    """The plain servers and the TLS ones, as each layout uses them."""
+
+    def __init__(self, plain: list[tuple[int, int]], tls: list[tuple[int, int, int]]):
+        self.plain, self.tls = plain, tls
+
+    def backends(self, layout: str) -> list[tuple[int, int]]:
+        """(port a proxy or the bench connects to, pid) of the layout's servers."""
+        if layout in rowlib.TLS_LAYOUTS:
+            return [(port, pid) for port, pid, _ in self.tls][: rowlib.SERVERS[layout]]
+        return self.plain[: rowlib.SERVERS[layout]]
+
+    def counter_ports(self, row: rowlib.Row) -> list[int]:
+        """Where the row's servers' counters are read (plain text)."""
+        if row.tls:
+            return [plain for _, _, plain in self.tls][: row.servers]
+        return [port for port, _ in self.plain][: row.servers]
+
+
+def start_targets(procs: Processes, work: Path, servers: Servers, names: list[str], layouts: set[str],
                   baseline_bin: Path | None) -> dict[tuple[str, str], tuple[int, int] | peers.Cannot]:
     """Every target for every layout: (name, layout) -> (port, pid to measure) or Cannot."""
     started: dict[tuple[str, str], tuple[int, int] | peers.Cannot] = {}
     for layout in sorted(layouts):
-        ports = [port for port, _ in servers[: rowlib.SERVERS[layout]]]
+        ports = [port for port, _ in servers.backends(layout)]
         for name in names:
             if name == "memcached":
-                started[(name, layout)] = servers[0]  # direct to one server: the ceiling
+                started[(name, layout)] = servers.backends(layout)[0]  # direct to one server: the ceiling
                 continue
             listen = free_port()
             argv = peers.command(name, layout, listen, ports, work, BIN, baseline_bin)
@@ -171,7 +216,8 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="memrelay-bench-") as tmp:
             work = Path(tmp)
-            servers = start_servers(procs, work, max(r.servers for r in rows))
+            servers = Servers(start_servers(procs, work, max((r.servers for r in rows if not r.tls), default=0)),
+                              start_tls_servers(procs, work, max((r.servers for r in rows if r.tls), default=0)))
             targets = start_targets(procs, work, servers, names, {r.layout for r in rows}, args.baseline_bin)
             cells = [(row, name) for row in rows for name in names if not isinstance(targets[(name, row.layout)], peers.Cannot)]
             for row in rows:
@@ -192,7 +238,7 @@ def main() -> int:
                         print(f"bench: {done}/{total} rep {rep + 1} {row.name:<27} {name:<24} ~{left:.0f} s left",
                               file=sys.stderr, flush=True)
                         port, pid = targets[(name, row.layout)]
-                        ports = [p for p, _ in servers[: row.servers]]
+                        ports = servers.counter_ports(row)
                         result = measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")
                         for problem in result["work_problems"]:
                             print(f"bench: WORK CHECK: {row.name} / {name}: {problem}", file=sys.stderr)
@@ -205,6 +251,7 @@ def main() -> int:
     print_table(table, names, args, minutes)
     print_verdicts(table)
     print_before_after(table, names)
+    print_tls_cost(table, rows, names)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps({"seconds": args.seconds, "repetitions": args.repetitions,
                                          "load_average": os.getloadavg(), "cores": os.cpu_count(),
@@ -222,7 +269,7 @@ def run_profiles(cells, targets, servers, args, work: Path) -> int:
     results = []
     for row, name in cells:
         port, pid = targets[(name, row.layout)]
-        ports = [p for p, _ in servers[: row.servers]]
+        ports = servers.counter_ports(row)
         print(f"bench: profiling {row.name} / {name}", file=sys.stderr, flush=True)
 
         def once() -> int:
@@ -333,6 +380,34 @@ def print_before_after(table, names) -> None:
             cpu = (new["cpu_us_per_request"] / old["cpu_us_per_request"]
                    if new["cpu_us_per_request"] and old["cpu_us_per_request"] else float("nan"))
             print(f"{entry['row']:<27} {name:<24} throughput x{tput:.3f}   cpu/req x{cpu:.3f}")
+    print()
+
+
+def print_tls_cost(table, rows, names) -> None:
+    """What TLS costs each target per request: a TLS row against its plain reference row."""
+    by_name = {entry["row"]: entry for entry in table}
+    lines = []
+    for row in rows:
+        tls, plain = by_name.get(row.name), by_name.get(row.reference or "")
+        if not tls or not plain:
+            continue
+        for name in names:
+            a, b = tls["targets"].get(name), plain["targets"].get(name)
+            if not a or not b or "cannot" in a or "cannot" in b:
+                continue
+            cpu_tls, cpu_plain = a["cpu_us_per_request"], b["cpu_us_per_request"]
+            ratio = f"{cpu_tls / cpu_plain:.2f}" if cpu_plain else "-"
+            tput = f"{a['ops_per_sec'] / b['ops_per_sec']:.2f}" if b["ops_per_sec"] else "-"
+            lines.append(f"{row.name:<27} {name:<24} {fmt(cpu_tls, 1):>10} {fmt(cpu_plain, 1):>10} "
+                         f"{fmt(cpu_tls - cpu_plain, 1):>10} {ratio:>7} {tput:>7}")
+    if not lines:
+        return
+    print("what TLS costs: the TLS row against its plain reference row, same target (cpu = the target process's "
+          "user + system time per request)\n")
+    header = f"{'row':<27} {'target':<24} {'cpu TLS':>10} {'cpu plain':>10} {'TLS extra':>10} {'cpu x':>7} {'tput x':>7}"
+    print(header)
+    print("-" * len(header))
+    print("\n".join(lines))
     print()
 
 

@@ -6,7 +6,7 @@ configuration written here; its binary is taken from $MEMCACHED_PROXY, a memcach
 `--enable-proxy`, since none is packaged), and memrelay as `memrelay-ENGINE[/N][+stats]`.
 
 `command(target, layout, ...)` gives the argv, or a `Cannot` with the reason when the target
-cannot serve the layout (twemproxy has no replication).
+cannot serve the layout (twemproxy has no replication, nor TLS).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import tls as tlslib
 from .processes import free_port
 
 # The proxy's thread count: one per core, as memrelay's default.
@@ -97,6 +98,19 @@ def memrelay_arguments(layout: str, servers: list[int]) -> list[str]:
     return argv  # single and all3: the default distribution `all`
 
 
+def memrelay_tls(argv: list[str], binary: str, engine: str, listen: int, work: Path) -> list[str] | Cannot:
+    """memrelay taking TLS on `listen` (its plain listener elsewhere) and speaking TLS to the servers."""
+    if engine != "evented":
+        return Cannot("cannot: TLS from clients needs --engine evented")
+    if not tlslib.memrelay_speaks_tls_to_servers(binary):
+        return Cannot("skipped: this memrelay has no --server-tls-ca (TLS to servers not built in yet)")
+    f = tlslib.files(work)
+    plain = argv.index("--listen") + 1
+    argv[plain] = f"127.0.0.1:{free_port()}"
+    return argv + ["--tls-listen", f"127.0.0.1:{listen}", "--tls-cert", str(f.cert), "--tls-key", str(f.key),
+                   "--server-tls-ca", str(f.ca)]
+
+
 def find(binary: str, bin_dir: Path, hint: str) -> str:
     for candidate in (bin_dir / binary, Path("/usr/sbin") / binary, Path("/usr/bin") / binary):
         if candidate.exists():
@@ -111,6 +125,10 @@ def command(target: str, layout: str, listen: int, servers: list[int], work: Pat
             baseline_bin: Path | None = None) -> list[str] | Cannot:
     """The argv starting `target` on 127.0.0.1:`listen` in front of `servers` (ports)."""
     tag = f"{target}-{layout}".replace("/", "-")
+    if layout == "tls1" and target == "twemproxy":
+        return Cannot("cannot: twemproxy speaks no TLS")
+    if layout == "tls1" and target == "memcached-proxy":
+        return Cannot("cannot: memcached's proxy is not set up for TLS (client and backend) here")
     if target == "twemproxy":
         conf = twemproxy_config(layout, listen, servers)
         if isinstance(conf, Cannot):
@@ -135,5 +153,7 @@ def command(target: str, layout: str, listen: int, servers: list[int], work: Pat
         argv += ["--workers", count or "16"] if engine == "pool" else ["--threads", count or str(CORES)]
         if stats == "stats":
             argv += ["--stats-dir", str(work / f"stats-{tag}")]
+        if layout == "tls1":
+            return memrelay_tls(argv, binary, engine, listen, work)
         return argv
     raise ValueError(f"unknown target {target!r}")

@@ -6,17 +6,21 @@ A row's `layout` says what the proxy must do with the requests, and so which pee
 - `all3`: three memcached, every write to all three (memrelay's default distribution);
 - `r2of3`: three memcached, every key on two of them (ketama, R=2): writes to both, reads
   balanced over both;
-- `shard3`: three memcached, keys spread over them, multi-gets split by server.
+- `shard3`: three memcached, keys spread over them, multi-gets split by server;
+- `tls1`: one memcached speaking TLS only (`memcached -Z`); the bench speaks TLS to the proxy
+  and the proxy TLS to the server. Such a row names its plain `reference` row (same workload, no
+  TLS), which runs with it, so that the summary shows what TLS costs per request.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUTS = ("single", "all3", "r2of3", "shard3")
+LAYOUTS = ("single", "all3", "r2of3", "shard3", "tls1")
 # How many servers hold each key, per layout (what the work check expects of writes).
-COPIES = {"single": 1, "all3": 3, "r2of3": 2, "shard3": 1}
-SERVERS = {"single": 1, "all3": 3, "r2of3": 3, "shard3": 3}
+COPIES = {"single": 1, "all3": 3, "r2of3": 2, "shard3": 1, "tls1": 1}
+SERVERS = {"single": 1, "all3": 3, "r2of3": 3, "shard3": 3, "tls1": 1}
+TLS_LAYOUTS = ("tls1",)
 
 
 @dataclass(frozen=True)
@@ -28,10 +32,15 @@ class Row:
     layout: str = "single"
     multiget: int = 1  # keys per get
     rate: float | None = None  # open loop: requests per second in total
+    reference: str | None = None  # TLS rows: the same workload without TLS
 
     @property
     def servers(self) -> int:
         return SERVERS[self.layout]
+
+    @property
+    def tls(self) -> bool:
+        return self.layout in TLS_LAYOUTS
 
 
 ROWS = [
@@ -47,6 +56,9 @@ ROWS = [
     Row("3 servers: 10-key mget 16", "0:1", 16, layout="shard3", multiget=10),
     # Connection scaling: 1,000 connections, 20 requests/s each (open loop), 1 write in 10.
     Row("1000 conns 20k/s", "1:9", 1000, rate=20_000),
+    # TLS from the client to the proxy and from the proxy to memcached -Z.
+    Row("TLS read 16", "0:1", 16, layout="tls1", reference="read 16"),
+    Row("TLS write 16", "1:0", 16, layout="tls1", reference="write 16"),
 ]
 
 
@@ -59,4 +71,11 @@ def select(names: str | None) -> list[Row]:
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise ValueError(f"unknown row(s) {unknown}; rows are: {', '.join(known)}")
-    return [known[n] for n in wanted]
+    chosen = [known[n] for n in wanted]
+    # A TLS row brings its plain reference along (before it), unless it is there already.
+    with_references: list[Row] = []
+    for row in chosen:
+        if row.reference and known[row.reference] not in chosen and known[row.reference] not in with_references:
+            with_references.append(known[row.reference])
+        with_references.append(row)
+    return with_references

@@ -224,3 +224,22 @@ def test_the_handshake_bench_holds_stalled_handshakes_and_memrelay_closes_them(t
     # Two attacked runs of 1 s with a 1 s handshake limit: at least one round of 1,000 closed.
     assert result["handshakes_closed"] >= 1000
     assert all(r["p99_us"] > 0 for kind in ("quiet", "attacked") for r in result["runs"][kind])
+
+
+def test_tls_rows_take_memrelay_with_tls_both_ways_and_say_why_peers_cannot(tmp_path):
+    """No processes: the TLS layout's argv and cannot-reasons (memrelay's --help decides)."""
+    assert peers.command("twemproxy", "tls1", 1, [2], tmp_path, BIN).reason.startswith("cannot")
+    assert peers.command("memcached-proxy", "tls1", 1, [2], tmp_path, BIN).reason.startswith("cannot")
+    assert "evented" in peers.command("memrelay-pool", "tls1", 1, [2], tmp_path, BIN).reason
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "memrelay").write_text("#!/bin/sh\necho '  --server-tls-ca <FILE>'\n")
+    (fake / "memrelay").chmod(0o755)
+    argv = peers.command("memrelay-evented/1", "tls1", 4321, [2], tmp_path, fake)
+    assert argv[argv.index("--tls-listen") + 1] == "127.0.0.1:4321"
+    assert argv[argv.index("--listen") + 1] != "127.0.0.1:4321"
+    assert argv[argv.index("--server-tls-ca") + 1].endswith("ca.pem")
+    (fake / "memrelay").write_text("#!/bin/sh\necho '  --tls-listen'\n")
+    assert "--server-tls-ca" in peers.command("memrelay-evented/1", "tls1", 4321, [2], tmp_path, fake).reason
+    # A TLS row brings its plain reference along.
+    assert [r.name for r in rowlib.select("TLS read 16")] == ["read 16", "TLS read 16"]

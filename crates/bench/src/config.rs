@@ -14,6 +14,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::keys::Pattern;
+use crate::tls::{TlsClient, TlsOptions};
 
 /// Largest multi-get accepted (memcached has no limit of its own; this only catches typos).
 pub const MAX_MULTIGET: u32 = 10_000;
@@ -145,6 +146,23 @@ pub struct Args {
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub connect_timeout: f64,
 
+    /// Speak TLS to the servers, verifying their certificates against this PEM CA bundle (the
+    /// handshake is part of connecting, not of the measured requests)
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// Name the servers' certificates must hold [default: the host of each --server]
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_name: Option<String>,
+
+    /// PEM client certificate chain, for servers that ask for one (with --tls-key)
+    #[arg(long, value_name = "FILE", requires_all = ["tls_ca", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
     /// Measure a link instead of loading a server: answer one --link-probe on HOST:PORT
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "link_probe")]
     pub link_listen: Option<String>,
@@ -215,6 +233,10 @@ pub struct Config {
     pub connect_timeout_s: f64,
     /// `--start-at`: when the workload phase was asked to begin (Unix seconds).
     pub start_at_unix_s: Option<f64>,
+    /// `--tls-ca` given: every connection speaks TLS.
+    pub tls: bool,
+    #[serde(skip)]
+    pub tls_client: Option<TlsClient>,
     #[serde(skip)]
     pub json_out: Option<PathBuf>,
     #[serde(skip)]
@@ -306,6 +328,18 @@ impl Config {
         if args.servers.is_empty() {
             return usage("give at least one --server".into());
         }
+        let tls_client = match &args.tls_ca {
+            Some(ca) => {
+                let options = TlsOptions {
+                    ca: ca.clone(),
+                    name: args.tls_name.clone(),
+                    cert: args.tls_cert.clone(),
+                    key: args.tls_key.clone(),
+                };
+                Some(TlsClient::new(&options, &args.servers).map_err(ConfigError::Usage)?)
+            }
+            None => None,
+        };
         let mut addrs = Vec::with_capacity(args.servers.len());
         for server in &args.servers {
             addrs.push(resolve(server)?);
@@ -341,6 +375,8 @@ impl Config {
             timeout_s: args.timeout,
             connect_timeout_s: args.connect_timeout,
             start_at_unix_s: args.start_at,
+            tls: tls_client.is_some(),
+            tls_client,
             json_out: args.json_out,
             quiet: args.quiet,
         })

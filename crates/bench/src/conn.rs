@@ -14,6 +14,7 @@ use memrelay_protocol::{Parse, Reply, ReplyParser, Status};
 
 use crate::config::Protocol;
 use crate::stats::Stats;
+use crate::tls::TlsSession;
 use crate::workload::{ClientWorkload, Kind, Templates};
 
 /// Initial read buffer size; grows (doubling) for larger replies.
@@ -108,9 +109,15 @@ impl Schedule {
 
 pub struct Conn {
     pub stream: Option<TcpStream>,
+    /// With `--tls-ca`: the session every byte goes through (boxed: the plain path's `Conn`
+    /// stays small, and pays one branch).
+    pub tls: Option<Box<TlsSession>>,
     /// Global client index (thread * clients + local index).
     pub global: u64,
     pub server: usize,
+    /// The TCP connection is established (TLS: the handshake may still be under way).
+    pub tcp_up: bool,
+    /// Ready for requests.
     pub connected: bool,
     rbuf: Vec<u8>,
     rpos: usize,
@@ -148,8 +155,10 @@ impl Conn {
     ) -> Conn {
         Conn {
             stream: Some(stream),
+            tls: None,
             global,
             server,
+            tcp_up: false,
             connected: false,
             rbuf: vec![0; READ_BUF],
             rpos: 0,
@@ -218,6 +227,14 @@ impl Conn {
     #[inline]
     pub fn flush(&mut self) -> Result<(), String> {
         let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+        if let Some(tls) = self.tls.as_mut() {
+            // rustls takes the whole output; records the socket does not take wait in it for
+            // the writable event.
+            let result = tls.write(stream, &self.wbuf[self.wpos..]);
+            self.wbuf.clear();
+            self.wpos = 0;
+            return result.map_err(|e| format!("write failed: {e}"));
+        }
         while self.wpos < self.wbuf.len() {
             match stream.write(&self.wbuf[self.wpos..]) {
                 Ok(0) => return Err("connection closed while writing".into()),
@@ -254,7 +271,11 @@ impl Conn {
                 }
             }
             let Some(stream) = self.stream.as_mut() else { return (done, None) };
-            match stream.read(&mut self.rbuf[self.rlen..]) {
+            let result = match self.tls.as_mut() {
+                None => stream.read(&mut self.rbuf[self.rlen..]),
+                Some(tls) => tls.read(stream, &mut self.rbuf[self.rlen..]),
+            };
+            match result {
                 Ok(0) => {
                     let why = if self.rpos < self.rlen {
                         "server closed the connection in the middle of a reply"
@@ -270,8 +291,9 @@ impl Conn {
                         Ok(k) => done += k,
                         Err((k, why)) => return (done + k, Some(why)),
                     }
-                    if self.rlen < self.rbuf.len() {
+                    if self.rlen < self.rbuf.len() && self.tls.is_none() {
                         // A short read emptied the socket; the next arrival raises a new event.
+                        // (Through TLS it only emptied a record: read on until `WouldBlock`.)
                         return (done, None);
                     }
                 }
@@ -333,6 +355,7 @@ impl Conn {
         if let Some(mut stream) = self.stream.take() {
             let _ = registry.deregister(&mut stream);
         }
+        self.tls = None;
         let lost = self.inflight.len();
         for p in self.inflight.drain(..) {
             stats.of(p.kind).record_unanswered(1);

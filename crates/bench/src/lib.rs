@@ -7,6 +7,7 @@
 //! - [`keys`], [`workload`]: which keys and which requests each virtual client sends.
 //! - [`conn`]: one virtual client's connection, buffers and requests in flight.
 //! - [`worker`]: a thread's mio event loop.
+//! - [`tls`]: `--tls-ca` and co.: a rustls session between a connection's socket and buffers.
 //! - [`stats`], [`collect`]: counters and histograms, per-second merge across threads.
 //! - [`report`]: JSON and table output.
 //! - [`run`]: the main thread: start, phases, exit codes.
@@ -21,5 +22,6 @@ pub mod report;
 pub mod run;
 pub mod stats;
 pub mod sys;
+pub mod tls;
 pub mod worker;
 pub mod workload;

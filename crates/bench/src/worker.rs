@@ -159,8 +159,14 @@ impl Worker {
                 .registry()
                 .register(&mut stream, Token(local), Interest::READABLE | Interest::WRITABLE)
                 .map_err(|e| format!("cannot register a connection to {name}: {e}"))?;
+            let tls = match &cfg.tls_client {
+                Some(client) => Some(client.session(server)?),
+                None => None,
+            };
             let workload = ClientWorkload::new(&cfg, global, total);
-            self.conns.push(Conn::new(stream, global, server, workload, cfg.pipeline, max_request, cfg.protocol));
+            let mut conn = Conn::new(stream, global, server, workload, cfg.pipeline, max_request, cfg.protocol);
+            conn.tls = tls.map(Box::new);
+            self.conns.push(conn);
         }
         let deadline = Instant::now() + Duration::from_secs_f64(cfg.connect_timeout_s);
         let mut pending = self.conns.len();
@@ -171,8 +177,9 @@ impl Worker {
             let now = Instant::now();
             if now >= deadline {
                 let c = self.conns.iter().find(|c| !c.connected).expect("one is pending");
+                let what = if c.tcp_up { "no TLS handshake" } else { "no answer" };
                 return Err(format!(
-                    "cannot connect to {}: no answer within {} s",
+                    "cannot connect to {}: {what} within {} s",
                     cfg.servers[c.server], cfg.connect_timeout_s
                 ));
             }
@@ -193,14 +200,25 @@ impl Worker {
                     Ok(Some(e)) | Err(e) => return Err(format!("cannot connect to {name}: {e}")),
                     Ok(None) => {}
                 }
-                match stream.peer_addr() {
-                    Ok(_) => {
-                        conn.connected = true;
-                        pending -= 1;
-                        stream.set_nodelay(true).map_err(|e| format!("cannot set TCP_NODELAY: {e}"))?;
+                if !conn.tcp_up {
+                    match stream.peer_addr() {
+                        Ok(_) => {
+                            conn.tcp_up = true;
+                            stream.set_nodelay(true).map_err(|e| format!("cannot set TCP_NODELAY: {e}"))?;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotConnected => continue,
+                        Err(e) => return Err(format!("cannot connect to {name}: {e}")),
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotConnected => {}
-                    Err(e) => return Err(format!("cannot connect to {name}: {e}")),
+                }
+                // TLS: the handshake is part of connecting (edge-triggered events: each step
+                // goes on until the socket would block).
+                let ready = match conn.tls.as_mut() {
+                    None => true,
+                    Some(tls) => tls.handshake(stream).map_err(|e| format!("cannot connect to {name}: {e}"))?,
+                };
+                if ready {
+                    conn.connected = true;
+                    pending -= 1;
                 }
             }
         }

@@ -203,6 +203,15 @@ pub struct Args {
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_listen: Option<String>,
 
+    /// Serve /metrics over HTTPS (https://HOST:PORT/metrics) with this certificate chain (PEM),
+    /// with --metrics-tls-key
+    #[arg(long, value_name = "FILE")]
+    pub metrics_tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --metrics-tls-cert
+    #[arg(long, value_name = "FILE")]
+    pub metrics_tls_key: Option<PathBuf>,
+
     /// Length of a measurement window in seconds.
     #[arg(long, default_value_t = 1.0, value_name = "SECS")]
     pub stats_window: f64,
@@ -251,6 +260,7 @@ impl Args {
         let listen = endpoint(&self.listen).map_err(|e| format!("--listen {}: {e}", self.listen))?;
         let access = self.access_settings()?;
         let tls = self.tls_settings()?;
+        let metrics_tls = self.metrics_tls()?;
         if self.servers.len() > 1024 {
             return Err("at most 1024 servers".into());
         }
@@ -335,6 +345,7 @@ impl Args {
                     Some(name) => Some(endpoint(name).map_err(|e| format!("--metrics-listen {name}: {e}"))?.addr),
                     None => None,
                 },
+                metrics_tls,
             },
             server_timeout: Duration::from_millis(self.server_timeout_ms),
             health: HealthSettings {
@@ -384,6 +395,20 @@ impl Args {
         }
         memrelay::client_tls_config(&settings)?;
         Ok(Some(settings))
+    }
+
+    /// `/metrics` over HTTPS, its files read once here so that a bad one is refused at start.
+    fn metrics_tls(&self) -> Result<Option<memrelay::MetricsTls>, String> {
+        let tls = match (&self.metrics_tls_cert, &self.metrics_tls_key) {
+            (None, None) => return Ok(None),
+            (Some(cert), Some(key)) => memrelay::MetricsTls { cert: cert.clone(), key: key.clone() },
+            _ => return Err("--metrics-tls-cert and --metrics-tls-key go together".into()),
+        };
+        if self.metrics_listen.is_none() {
+            return Err("--metrics-tls-cert needs --metrics-listen".into());
+        }
+        memrelay::metrics_tls_config(&tls)?;
+        Ok(Some(tls))
     }
 
     /// Authentication, rules and request limits, checked together (the auth file is read once

@@ -276,6 +276,8 @@ pub struct Measurement {
     pub verbose: bool,
     /// Where Prometheus scrapes `/metrics`.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `/metrics` over HTTPS with this certificate.
+    pub metrics_tls: Option<crate::measure::https::MetricsTls>,
 }
 
 /// A replication factor, resolved against the number of servers at start.

@@ -80,6 +80,12 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The `/metrics` endpoint, bound: plain HTTP (tiny_http) or HTTPS.
+enum Metrics {
+    Http(tiny_http::Server),
+    Https(std::net::TcpListener, Arc<rustls::ServerConfig>),
+}
+
 /// What every engine starts with: the router, the statistics thread and the channels its
 /// recorders ship windows on, the running totals and the shutdown flag.
 pub(crate) struct Runtime {
@@ -170,7 +176,13 @@ impl Runtime {
             })?;
         }
         if let Some(addr) = settings.measurement.metrics_listen {
-            let server = measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?;
+            let server = match &settings.measurement.metrics_tls {
+                None => Metrics::Http(measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?),
+                Some(tls) => Metrics::Https(
+                    measure::https::bind(addr).map_err(|source| Error::Listen { addr, source })?,
+                    measure::https::server_config(tls).map_err(Error::Access)?,
+                ),
+            };
             let sources = Sources {
                 live: Arc::clone(&live),
                 health: Arc::clone(&health),
@@ -179,7 +191,10 @@ impl Runtime {
             };
             let registry = measure::prometheus::registry(sources);
             let (access, shutdown) = (Arc::clone(&access), Arc::clone(&shutdown));
-            spawn("metrics", move || measure::endpoint::serve(server, registry, access, shutdown))?;
+            spawn("metrics", move || match server {
+                Metrics::Http(server) => measure::endpoint::serve(server, registry, access, shutdown),
+                Metrics::Https(listener, config) => measure::https::serve(listener, config, registry, access, shutdown),
+            })?;
         }
         if let Some(source) = reload {
             let target = reload::Target {

@@ -420,6 +420,108 @@ fn metrics_ask_for_basic_credentials() {
     drop(relay);
 }
 
+/// `GET /metrics` over HTTPS, verifying memrelay's certificate against `ca` (a rustls client):
+/// the status code and the response.
+fn scrape_https(port: u16, ca: &Path, credentials: Option<&str>) -> (u16, String) {
+    use base64::Engine;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for der in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(der.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let socket = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to /metrics");
+    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut stream = rustls::StreamOwned::new(conn, socket);
+    let auth = credentials.map_or_else(String::new, |c| {
+        format!("Authorization: Basic {}\r\n", base64::engine::general_purpose::STANDARD.encode(c))
+    });
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n{auth}\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("the answer, ended by close_notify");
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response)
+}
+
+#[test]
+fn metrics_over_https_ask_for_basic_credentials_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = make_certificate(dir.path());
+    let ca = dir.path().join("ca.pem");
+    let scrapers = dir.path().join("scrapers");
+    std::fs::write(&scrapers, "prometheus:scrape me\n").unwrap();
+    let server = Memcached::start();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let relay = Memrelay::start(
+        "evented",
+        &[&server],
+        &[
+            "--metrics-listen",
+            &listen,
+            "--metrics-auth-file",
+            scrapers.to_str().unwrap(),
+            "--metrics-tls-cert",
+            cert_arg,
+            "--metrics-tls-key",
+            key_arg,
+        ],
+    );
+    assert!(wait_for(Duration::from_secs(10), || std::net::TcpStream::connect(&listen).is_ok()));
+    let (status, response) = scrape_https(port, &ca, None);
+    assert_eq!(status, 401, "{response}");
+    assert!(response.contains("WWW-Authenticate: Basic realm=\"memrelay metrics\""), "{response}");
+    assert!(!response.contains("memrelay_"), "{response}");
+    assert_eq!(scrape_https(port, &ca, Some("prometheus:wrong")).0, 401);
+    let (status, body) = scrape_https(port, &ca, Some("prometheus:scrape me"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("application/openmetrics-text"), "{body}");
+    assert!(body.contains("memrelay_access_denied_total{reason=\"metrics_auth\"} 2"), "{body}");
+    assert!(body.trim_end().ends_with("# EOF"), "{body}");
+    // Plain HTTP on the HTTPS port learns nothing.
+    let (status, response) = scrape(port, Some("prometheus:scrape me"));
+    assert!(status != 200 && !response.contains("memrelay_"), "{response}");
+    // curl, as an operator would check it.
+    let curl = Command::new("curl")
+        .args(["-s", "--cacert", ca.to_str().unwrap(), "-u", "prometheus:scrape me"])
+        .arg(format!("https://localhost:{port}/metrics"))
+        .output();
+    if let Ok(out) = curl {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("memrelay_"), "curl: {text}");
+    }
+    drop(relay);
+}
+
+#[test]
+fn bad_metrics_tls_files_are_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = make_certificate(dir.path());
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let base = ["--server", "127.0.0.1:1", "--metrics-listen", "127.0.0.1:0"];
+    for (extra, says) in [
+        (&["--metrics-tls-cert", key, "--metrics-tls-key", key][..], "--metrics-tls-cert"),
+        (&["--metrics-tls-cert", cert, "--metrics-tls-key", cert][..], "--metrics-tls-key"),
+        (&["--metrics-tls-cert", cert][..], "--metrics-tls-key"),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().chain(["--check-config", "/dev/null"]).collect();
+        let (status, stderr) = run_memrelay(&args);
+        assert_eq!(status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(says) && stderr.trim().lines().count() == 1, "{extra:?}: {stderr}");
+    }
+    let (status, stderr) =
+        run_memrelay(&["--server", "127.0.0.1:1", "--metrics-tls-cert", cert, "--metrics-tls-key", key]);
+    assert!(status.code() == Some(2) && stderr.contains("--metrics-listen"), "{stderr}");
+}
+
 /// The saved seeds of the `access_rules` fuzz target replay on stable Rust (CI needs no nightly).
 #[test]
 fn access_rules_fuzz_seeds_replay() {

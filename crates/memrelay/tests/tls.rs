@@ -1,6 +1,6 @@
 //! TLS from clients (`--tls-listen`, evented engine) against real memcached, with certificates
-//! the test makes with the `openssl` command: `openssl s_client` and a rustls client as real TLS
-//! clients, the plain listener beside the TLS one, logging in over TLS, the minimum version, a
+//! the test makes with the `openssl` command (the test kit's `make_certificate`): `openssl
+//! s_client` and a rustls client as real TLS clients, the plain listener beside the TLS one, logging in over TLS, the minimum version, a
 //! client that does not speak TLS, and bad certificate files refused at start.
 
 // TLS is the evented engine's alone: no per-engine suite here.
@@ -8,55 +8,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-
-/// A test CA (`ca.pem`) and a certificate it signed for `localhost` and 127.0.0.1, with its key,
-/// in `dir`: returns the certificate and the key.
-fn make_certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    let (ca, ca_key, cert, key) = (dir.join("ca.pem"), dir.join("ca.key"), dir.join("cert.pem"), dir.join("key.pem"));
-    let openssl = |args: &[&str], paths: &[(&str, &Path)]| {
-        let mut command = Command::new("openssl");
-        command.args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-        ]);
-        command.args(args);
-        for (flag, path) in paths {
-            command.arg(flag).arg(path);
-        }
-        let status = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("openssl (the command) is needed to make test certificates");
-        assert!(status.success(), "openssl req {args:?} failed");
-    };
-    openssl(&["-subj", "/CN=memrelay test CA"], &[("-keyout", &ca_key), ("-out", &ca)]);
-    openssl(
-        &[
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-addext",
-            "basicConstraints=critical,CA:FALSE",
-        ],
-        &[("-CA", &ca), ("-CAkey", &ca_key), ("-keyout", &key), ("-out", &cert)],
-    );
-    (cert, key)
-}
 
 /// memrelay with a plain and a TLS listener; returns it and the TLS port.
 fn start_tls(dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {

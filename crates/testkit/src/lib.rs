@@ -6,12 +6,14 @@
 //! - [`client`]: a blocking raw-bytes client and reply helpers.
 //! - [`counters`]: a server's own `stats` counters and their deltas.
 //! - [`fake`]: fake servers for failure tests.
+//! - [`tls`]: test certificates (the `openssl` command) and a memcached speaking TLS.
 
 pub mod client;
 pub mod counters;
 pub mod fake;
 pub mod memcached;
 pub mod process;
+pub mod tls;
 
 pub use client::{find, parse_values, show, Client, IO_TIMEOUT};
 pub use counters::{delta, parse_stats};
@@ -20,3 +22,4 @@ pub use memcached::{Memcached, MEMCACHED};
 pub use process::{
     free_port, kill_and_reap, raise_nofile, wait_for, wait_listening, Ready, START_ATTEMPTS, START_TIMEOUT,
 };
+pub use tls::{make_certificate, Pki, TlsMemcached};

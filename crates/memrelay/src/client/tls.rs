@@ -18,7 +18,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -51,14 +51,7 @@ pub struct TlsSettings {
 
 /// The rustls configuration `settings` describe (the error names the file and the problem).
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&settings.cert)
-        .and_then(|certs| certs.collect::<Result<_, _>>())
-        .map_err(|e| format!("--tls-cert {}: {e}", settings.cert.display()))?;
-    if certs.is_empty() {
-        return Err(format!("--tls-cert {}: no certificate in it", settings.cert.display()));
-    }
-    let key = PrivateKeyDer::from_pem_file(&settings.key)
-        .map_err(|e| format!("--tls-key {}: {e}", settings.key.display()))?;
+    let (certs, key) = load_certified_key(&settings.cert, &settings.key, "--tls-cert", "--tls-key")?;
     let versions: &[&rustls::SupportedProtocolVersion] = match settings.min_version {
         13 => &[&rustls::version::TLS13],
         _ => &[&rustls::version::TLS13, &rustls::version::TLS12],
@@ -134,6 +127,24 @@ pub fn certificate_identity(der: &[u8]) -> Option<String> {
     common_name
         .or_else(alternative)
         .filter(|name| !name.is_empty() && name.len() <= 250 && !name.contains(|c: char| c == ' ' || c.is_control()))
+}
+
+/// A PEM certificate chain (leaf first) and its private key (PKCS#8, PKCS#1 or SEC1); the
+/// error names the option and the file.
+pub(crate) fn load_certified_key(
+    cert: &Path,
+    key: &Path,
+    cert_option: &str,
+    key_option: &str,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|e| format!("{cert_option} {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{cert_option} {}: no certificate in it", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{key_option} {}: {e}", key.display()))?;
+    Ok((certs, key))
 }
 
 /// One client's TLS state.

@@ -20,10 +20,6 @@ use std::time::{Duration, Instant};
 
 pub use memrelay_testkit::*;
 
-mod pki;
-#[allow(unused_imports)] // not every test file makes certificates
-pub use pki::Pki;
-
 /// Every engine the suite runs against. Keep in step with [`for_each_engine!`] (each test file
 /// checks that they agree).
 pub const ENGINES: &[&str] = &["pool", "evented"];
