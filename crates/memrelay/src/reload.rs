@@ -9,7 +9,8 @@
 //! What a reload can change: the servers (addresses, weights, names), the routing (distribution,
 //! hash, replication, read policy, failover, sharding), the server timeout, and access control
 //! (the auth file, read again, the access rules and the request limits of [`crate::access`]). The rest (listen
-//! address, engine and its threads, client limits, measurement, health thresholds) is built into
+//! address, engine and its threads, client limits, measurement, health thresholds, TLS to the
+//! servers) is built into
 //! running threads: a change there is logged as needing a restart, and the rest of the file still
 //! applies.
 
@@ -129,5 +130,6 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("health (down-after, probes, warming)", &was.health, &now.health);
     compare("shutdown-grace-ms", &was.shutdown_grace, &now.shutdown_grace);
     compare("repair-spool-dir", &was.repair_spool, &now.repair_spool);
+    compare("server-tls (ca, cert, key, min version)", &was.server_tls, &now.server_tls);
     changed
 }
