@@ -8,55 +8,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
+use common::certs::{make_certificate, read_until, rustls_client};
 use common::*;
-
-/// A test CA (`ca.pem`) and a certificate it signed for `localhost` and 127.0.0.1, with its key,
-/// in `dir`: returns the certificate and the key.
-fn make_certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    let (ca, ca_key, cert, key) = (dir.join("ca.pem"), dir.join("ca.key"), dir.join("cert.pem"), dir.join("key.pem"));
-    let openssl = |args: &[&str], paths: &[(&str, &Path)]| {
-        let mut command = Command::new("openssl");
-        command.args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-        ]);
-        command.args(args);
-        for (flag, path) in paths {
-            command.arg(flag).arg(path);
-        }
-        let status = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("openssl (the command) is needed to make test certificates");
-        assert!(status.success(), "openssl req {args:?} failed");
-    };
-    openssl(&["-subj", "/CN=memrelay test CA"], &[("-keyout", &ca_key), ("-out", &ca)]);
-    openssl(
-        &[
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-addext",
-            "basicConstraints=critical,CA:FALSE",
-        ],
-        &[("-CA", &ca), ("-CAkey", &ca_key), ("-keyout", &key), ("-out", &cert)],
-    );
-    (cert, key)
-}
 
 /// memrelay with a plain and a TLS listener; returns it and the TLS port.
 fn start_tls(dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
@@ -90,37 +47,6 @@ fn s_client(port: u16, ca: &Path, input: &[u8], extra: &[&str]) -> (bool, String
         kill_and_reap(&mut child);
     }
     (child.wait().map(|s| s.success()).unwrap_or(false), out)
-}
-
-/// A rustls client connection to memrelay's TLS port, trusting the CA `ca`.
-fn rustls_client(port: u16, ca: &Path) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for der in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
-        roots.add(der.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    rustls::StreamOwned::new(conn, socket)
-}
-
-fn read_until(stream: &mut impl Read, end: &[u8]) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 16384];
-    while !got.ends_with(end) {
-        let n = stream.read(&mut chunk).expect("read over TLS");
-        assert!(n > 0, "EOF after {}", show(&got));
-        got.extend_from_slice(&chunk[..n]);
-    }
-    got
 }
 
 #[test]

@@ -45,8 +45,7 @@ pub(crate) fn run(
     max_value_len: usize,
     mut spool: Option<Spool>,
 ) {
-    let mut thread =
-        RepairThread { health, registry, tls, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
+    let mut thread = RepairThread { health, registry, tls, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
     let mut restarts_seen = vec![0u64; MAX_SERVER_IDS];
     let mut was_repairing = vec![false; MAX_SERVER_IDS];
     let mut spool_failures = SpoolFailures::default();

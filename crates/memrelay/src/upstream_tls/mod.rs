@@ -63,7 +63,7 @@ pub fn client_config(settings: &ServerTlsSettings) -> Result<Arc<ClientConfig>, 
         .with_protocol_versions(versions)
         .map_err(|e| format!("--server-tls-min-version: {e}"))?
         .with_root_certificates(roots);
-    let config = match (&settings.cert, &settings.key) {
+    let mut config = match (&settings.cert, &settings.key) {
         (None, None) => builder.with_no_client_auth(),
         (Some(cert), Some(key)) => {
             let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
@@ -72,8 +72,8 @@ pub fn client_config(settings: &ServerTlsSettings) -> Result<Arc<ClientConfig>, 
             if chain.is_empty() {
                 return Err(format!("--server-tls-cert {}: no certificate in it", cert.display()));
             }
-            let key_der = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| format!("--server-tls-key {}: {e}", key.display()))?;
+            let key_der =
+                PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--server-tls-key {}: {e}", key.display()))?;
             builder.with_client_auth_cert(chain, key_der).map_err(|e| {
                 format!("--server-tls-cert {} / --server-tls-key {}: {e}", cert.display(), key.display())
             })?
@@ -81,6 +81,10 @@ pub fn client_config(settings: &ServerTlsSettings) -> Result<Arc<ClientConfig>, 
         (Some(_), None) => return Err("--server-tls-cert needs --server-tls-key".into()),
         (None, Some(_)) => return Err("--server-tls-key needs --server-tls-cert".into()),
     };
+    // No session resumption: connections are long-lived, and memcached (OpenSSL with client
+    // certificates required and no session id context) answers a resumed session with an
+    // internal_error alert, which would fail every connection after the first.
+    config.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(config))
 }
 
@@ -133,7 +137,12 @@ impl Peer {
 
     /// A TLS failure: logged (rate-limited), and [`Failure::Tls`].
     pub fn failed(&self, error: &rustls::Error) -> Failure {
-        self.log(&format!("TLS failed: {error}"));
+        // What a plain memcached's answer to a ClientHello (`ERROR`) looks like as a record.
+        let hint = match error {
+            rustls::Error::InvalidMessage(_) => " (the server does not speak TLS?)",
+            _ => "",
+        };
+        self.log(&format!("TLS failed: {error}{hint}"));
         Failure::Tls
     }
 

@@ -165,8 +165,9 @@ impl ServerConn {
         let mut byte = [0u8; 1];
         // SAFETY: recv into a valid one-byte buffer on a socket we own; MSG_DONTWAIT never blocks.
         // Over TLS too: memcached's records come only as replies (or as its close_notify).
-        let n =
-            unsafe { libc::recv(stream.socket().as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        let n = unsafe {
+            libc::recv(stream.socket().as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
         n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
     }
 
