@@ -2,8 +2,8 @@
 //! against real `memcached -Z`, with certificates the test makes with the `openssl` command:
 //! values reach TLS servers (read back on each server over TLS), certificates from another CA or
 //! for another name are refused (SERVER_ERROR, a log line, no hang), as is a server that does not
-//! speak TLS; client certificates for servers that require one; TLS from clients and to servers
-//! at once; bad files refused at start.
+//! speak TLS; client certificates for servers that require one; a restarted server probed and
+//! repaired over TLS; TLS from clients and to servers at once; bad files refused at start.
 //!
 //! Every test that runs requests is a function of the engine's name and runs once per engine
 //! (see `common`).
@@ -26,6 +26,7 @@ macro_rules! suite {
                 values_reach_two_tls_servers,
                 another_ca_another_name_or_no_tls_is_a_server_failure,
                 a_server_that_requires_a_client_certificate,
+                a_restarted_server_is_probed_and_repaired_over_tls,
             );
         )*
 
@@ -175,6 +176,43 @@ fn a_server_that_requires_a_client_certificate(engine: &str) {
     assert_eq!(stored.as_deref(), Some(&b"with a certificate"[..]));
     drop(relay);
     refused(engine, &server.addr(), &ca.cert, "CertificateRequired");
+}
+
+/// A server that was killed and restarted (empty) under `--write-policy majority`: the health
+/// probe sees it back and restarted, and the repair thread brings it up to date (its missed
+/// writes and a resync from `lru_crawler metadump`), all over TLS.
+fn a_restarted_server_is_probed_and_repaired_over_tls(engine: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert) = certificates(dir.path());
+    let mut servers: Vec<Memcached> = (0..3).map(|_| tls_memcached(&cert, None)).collect();
+    let fast = ["--restart-check-ms", "100", "--probe-first-ms", "50", "--probe-max-ms", "200"];
+    let mut args = vec!["--server-tls-ca", path(&ca.cert), "--write-policy", "majority"];
+    args.extend_from_slice(&fast);
+    let relay = Memrelay::start(engine, &servers.iter().collect::<Vec<_>>(), &args);
+    let mut client = relay.client();
+    const KEYS: usize = 50;
+    for i in 0..KEYS {
+        assert_eq!(client.set(&format!("old{i}"), b"v1"), "STORED\r\n");
+    }
+    servers[1].kill();
+    for i in 0..KEYS {
+        assert_eq!(client.set(&format!("old{i}"), b"v2"), "STORED\r\n", "overwrite {i}");
+        assert_eq!(client.set(&format!("new{i}"), b"n"), "STORED\r\n", "new {i}");
+    }
+    servers[1].restart();
+    let keys: Vec<String> = (0..KEYS).flat_map(|i| [format!("old{i}"), format!("new{i}")]).collect();
+    let request = format!("get {}\r\n", keys.join(" "));
+    let converged = wait_for(Duration::from_secs(20), || {
+        servers.iter().all(|server| {
+            let values = parse_values(&direct(server.port, &ca.cert, None, request.as_bytes(), b"END\r\n"));
+            values.len() == keys.len()
+                && values.iter().all(|(key, value)| value == if key.starts_with("old") { &b"v2"[..] } else { b"n" })
+        })
+    });
+    assert!(converged, "not repaired; memrelay said: {}", relay.stderr());
+    let mut stats = relay.client();
+    assert!(wait_for(Duration::from_secs(5), || stat_of(&mut stats, "server_1_repairing") == "0"));
+    assert!(relay.stderr().contains("resynced"), "{}", relay.stderr());
 }
 
 /// TLS from a client and to the servers at once (evented: the TLS listener is its alone).
