@@ -138,8 +138,9 @@ fn refused(engine: &str, server: &str, ca: &Path, reason: &str) {
     assert!(tls_lines <= seconds, "{tls_lines} TLS lines in {seconds} s: {}", relay.stderr());
 }
 
-/// A certificate signed by another CA, one whose names are not the host memrelay was given, and
-/// a server that does not speak TLS: each a server failure with its reason in the log.
+/// A certificate signed by another CA, one whose names are not the host memrelay was given, a
+/// server that does not speak TLS, and one that never answers the handshake: each a server
+/// failure with its reason in the log.
 fn another_ca_another_name_or_no_tls_is_a_server_failure(engine: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (ca, _) = certificates(dir.path());
@@ -151,6 +152,16 @@ fn another_ca_another_name_or_no_tls_is_a_server_failure(engine: &str) {
     refused(engine, &format!("localhost:{}", elsewhere.port), &ca.cert, "not valid for name");
     let plain = Memcached::start();
     refused(engine, &plain.addr(), &ca.cert, "does not speak TLS");
+    // A server that takes the connection and never answers the handshake: the server timeout.
+    let stopped = tls_memcached(&ca.issue(dir.path(), "stopped", "DNS:localhost,IP:127.0.0.1"), None);
+    stopped.pause();
+    refused(engine, &stopped.addr(), &ca.cert, "TLS handshake did not finish: server timeout");
+    // A refused connection is no TLS matter: SERVER_ERROR, and nothing about TLS in the log.
+    let dead = format!("127.0.0.1:{}", free_port());
+    let relay = Memrelay::start_addrs(engine, &[dead], &["--server-tls-ca", path(&ca.cert)]);
+    let reply = String::from_utf8(relay.client().get_reply("get a\r\n")).unwrap();
+    assert!(reply.starts_with("SERVER_ERROR server unavailable"), "{reply}");
+    assert!(!relay.stderr().contains("TLS"), "{}", relay.stderr());
 }
 
 /// A server that requires a client certificate: served with --server-tls-cert/--server-tls-key,

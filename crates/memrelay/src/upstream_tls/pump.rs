@@ -56,8 +56,8 @@ impl Pump {
         self.conn.as_ref().is_some_and(|c| c.wants_write())
     }
 
-    /// Logs why a connection whose handshake did not finish failed (a TLS error was logged where
-    /// it was found).
+    /// Logs why a connected socket whose handshake did not finish failed (a TLS error was logged
+    /// where it was found).
     pub fn failing(&self, failure: Failure) {
         if self.handshaking() && failure != Failure::Tls {
             self.peer.unfinished(failure);
@@ -89,7 +89,9 @@ impl Pump {
             Ok(_) => false,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Round::Blocked),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(Round::Records),
-            Err(e) => return Err(self.peer.io_failed(&e, conn.is_handshaking())),
+            // An unfinished handshake is logged by the connection, which knows whether the TCP
+            // connect had finished (a refused connect is no TLS matter).
+            Err(e) => return Err(self.peer.io_failed(&e, false)),
         };
         if let Err(error) = conn.process_new_packets() {
             // The session queued an alert for the server: send it, then give up.

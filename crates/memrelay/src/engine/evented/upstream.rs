@@ -325,7 +325,7 @@ impl Upstream {
     /// Drops the connection; returns what was outstanding on it (each fails with `failure`).
     /// A connection closed while idle failed no request: the next one reconnects at once.
     pub fn fail(&mut self, registry: &Registry, now: Instant, failure: Failure, failed: &mut Vec<Outstanding>) {
-        if let Some(tls) = self.tls.as_ref() {
+        if let Some(tls) = self.tls.as_ref().filter(|_| self.connected) {
             tls.failing(failure);
         }
         let was_idle = self.outstanding.is_empty() && self.connected;
