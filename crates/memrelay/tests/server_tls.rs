@@ -132,6 +132,9 @@ fn refused(engine: &str, server: &str, ca: &Path, reason: &str) {
     let logged = |what: &str| relay.stderr().lines().any(|l| l.contains(server) && l.contains(what));
     assert!(wait_for(Duration::from_secs(3), || logged(reason)), "{server}: no `{reason}` in: {}", relay.stderr());
     assert!(logged("is down after"), "{}", relay.stderr());
+    // Counted as the server's failures (the running totals lag by up to a window).
+    let counted = wait_for(Duration::from_secs(3), || stat_of(&mut client, "server_0_failures") == "12");
+    assert!(counted, "server_0_failures {}", stat_of(&mut client, "server_0_failures"));
     // Rate-limited: at most a line a second (and one more for the second it began in).
     let seconds = started.elapsed().as_secs() + 3;
     let tls_lines = relay.stderr().lines().filter(|l| l.contains("TLS")).count() as u64;
