@@ -171,6 +171,24 @@ pub struct Args {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub tls_handshake_timeout_ms: u64,
 
+    /// TLS to every server: their certificates must chain to a CA of this PEM file and carry the
+    /// host of the server's address as written (a DNS name or an IP address)
+    #[arg(long, value_name = "FILE")]
+    pub server_tls_ca: Option<PathBuf>,
+
+    /// A client certificate chain (PEM, leaf first) for servers that ask for one (memcached
+    /// `ssl_verify_mode=2`), with --server-tls-key
+    #[arg(long, value_name = "FILE", requires = "server_tls_ca")]
+    pub server_tls_cert: Option<PathBuf>,
+
+    /// The client certificate's private key (PEM), with --server-tls-cert
+    #[arg(long, value_name = "FILE", requires = "server_tls_ca")]
+    pub server_tls_key: Option<PathBuf>,
+
+    /// Oldest TLS version spoken to the servers: 12 (TLS 1.2) or 13 (TLS 1.3)
+    #[arg(long, default_value = "12", value_parser = ["12", "13", "1.2", "1.3"], requires = "server_tls_ca")]
+    pub server_tls_min_version: String,
+
     /// Clients must log in as a user of this file (memcached `-Y` format, `user:password` lines)
     /// with memcached's ASCII authentication; read again on SIGHUP
     #[arg(long, value_name = "FILE")]
@@ -261,12 +279,17 @@ impl Args {
         let access = self.access_settings()?;
         let tls = self.tls_settings()?;
         let metrics_tls = self.metrics_tls()?;
+        let server_tls = self.server_tls_settings()?;
         if self.servers.len() > 1024 {
             return Err("at most 1024 servers".into());
         }
         let mut servers = Vec::with_capacity(self.servers.len());
         for spec in &self.servers {
             let server = Endpoint::server(spec).map_err(|e| format!("--server {spec}: {e}"))?;
+            if server_tls.is_some() {
+                memrelay::server_tls_name(&server.address)
+                    .map_err(|e| format!("--server {spec}: with --server-tls-ca, {e}"))?;
+            }
             if let Some(twin) = servers.iter().find(|s: &&Endpoint| s.addr == server.addr) {
                 return Err(format!("--server {spec}: {} is already a server ({})", server.addr, twin.address));
             }
@@ -360,6 +383,7 @@ impl Args {
             repair_spool: self.repair_spool_dir,
             access,
             tls,
+            server_tls,
         })
     }
 }
@@ -409,6 +433,19 @@ impl Args {
         }
         memrelay::metrics_tls_config(&tls)?;
         Ok(Some(tls))
+    }
+
+    /// TLS to the servers, its files read once here so that a bad one is refused at start.
+    fn server_tls_settings(&self) -> Result<Option<memrelay::ServerTlsSettings>, String> {
+        let Some(ca) = &self.server_tls_ca else { return Ok(None) };
+        let settings = memrelay::ServerTlsSettings {
+            ca: ca.clone(),
+            cert: self.server_tls_cert.clone(),
+            key: self.server_tls_key.clone(),
+            min_version: if matches!(self.server_tls_min_version.as_str(), "13" | "1.3") { 13 } else { 12 },
+        };
+        memrelay::server_tls_config(&settings)?;
+        Ok(Some(settings))
     }
 
     /// Authentication, rules and request limits, checked together (the auth file is read once

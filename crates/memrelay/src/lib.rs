@@ -25,6 +25,8 @@
 //!   (event loops sharing non-blocking server connections), over one event-loop skeleton.
 //! - [`measure`]: per-thread recorders, the stats thread, running totals.
 //! - `startup`: start-up and stop shared by the engines, and [`Error`].
+//! - `upstream_tls`: TLS to the servers (`--server-tls-ca`), for every connection to a server,
+//!   both engines, the health probe and the repair thread.
 //! - [`fuzzing`]: the client-side state machine and forwarding path over arbitrary bytes, for
 //!   fuzz targets and property tests.
 
@@ -45,6 +47,7 @@ pub mod servers;
 pub mod settings;
 mod signals;
 mod startup;
+mod upstream_tls;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -54,6 +57,7 @@ pub use measure::https::{server_config as metrics_tls_config, MetricsTls};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::Settings;
 pub use startup::Error;
+pub use upstream_tls::{client_config as server_tls_config, server_name as server_tls_name, ServerTlsSettings};
 
 /// memrelay's version, as `version` and `stats` report it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -7,11 +7,12 @@
 //! generation in force stays.
 //!
 //! What a reload can change: the servers (addresses, weights, names), the routing (distribution,
-//! hash, replication, read policy, failover, sharding), the server timeout, and access control
-//! (the auth file, read again, the access rules and the request limits of [`crate::access`]). The rest (listen
-//! address, engine and its threads, client limits, measurement, health thresholds) is built into
-//! running threads: a change there is logged as needing a restart, and the rest of the file still
-//! applies.
+//! hash, replication, read policy, failover, sharding), the server timeout, access control (the
+//! auth file, read again, the access rules and the request limits of [`crate::access`]) and the
+//! TLS listener's certificate, key and client CA (read again). The rest (listen addresses, engine
+//! and its threads, client limits, measurement, health thresholds, TLS to the servers) is built
+//! into running threads: a change there is logged as needing a restart, and the rest of the file
+//! still applies.
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,5 +150,6 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("shutdown-grace-ms", &was.shutdown_grace, &now.shutdown_grace);
     compare("repair-spool-dir", &was.repair_spool, &now.repair_spool);
     compare("tls-listen", &was.tls.as_ref().map(|t| t.listen), &now.tls.as_ref().map(|t| t.listen));
+    compare("server-tls (ca, cert, key, min version)", &was.server_tls, &now.server_tls);
     changed
 }

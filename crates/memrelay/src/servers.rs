@@ -69,6 +69,11 @@ impl Registry {
         self.read()[id].addr
     }
 
+    /// The server as last configured (its address as written names it for TLS).
+    pub fn endpoint(&self, id: usize) -> Endpoint {
+        self.read()[id].clone()
+    }
+
     /// Every server's name, by id.
     pub fn names(&self) -> Vec<String> {
         self.read().iter().map(|s| s.name.clone()).collect()

@@ -98,6 +98,8 @@ pub struct Settings {
     pub access: crate::access::AccessSettings,
     /// A TLS listener for clients beside the plain one (evented engine).
     pub tls: Option<crate::TlsSettings>,
+    /// TLS to every server ([`crate::upstream_tls`]).
+    pub server_tls: Option<crate::ServerTlsSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

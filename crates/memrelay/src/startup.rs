@@ -28,6 +28,7 @@ use crate::reload;
 use crate::repair::spool::Spool;
 use crate::servers::Registry;
 use crate::settings::Settings;
+use crate::upstream_tls::ServerTls;
 
 /// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
 const LISTEN_BACKLOG: i32 = 4096;
@@ -39,6 +40,8 @@ pub enum Error {
     Routing(String),
     /// The auth file or the access rules cannot be used.
     Access(String),
+    /// A file of TLS to the servers cannot be used (the message names the option and file).
+    ServerTls(String),
     Listen {
         addr: SocketAddr,
         source: io::Error,
@@ -66,7 +69,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Routing(reason) => write!(f, "{reason}"),
-            Error::Access(problem) => write!(f, "{problem}"),
+            Error::Access(problem) | Error::ServerTls(problem) => write!(f, "{problem}"),
             Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
             Error::Spool { dir, source } => write!(f, "--repair-spool-dir {}: {source}", dir.display()),
             Error::EventLoopSetup(source) => write!(f, "cannot set up the event loop: {source}"),
@@ -93,6 +96,8 @@ pub(crate) struct Runtime {
     pub settings: Arc<Settings>,
     /// Every server by stable id.
     pub registry: Arc<Registry>,
+    /// TLS to the servers, when it is on (shared by every connection to a server).
+    pub server_tls: Option<Arc<ServerTls>>,
     /// The servers and routing in force.
     pub current: Arc<Current>,
     pub health: Arc<Health>,
@@ -126,6 +131,10 @@ impl Runtime {
         let registry = Arc::new(Registry::new(&[]));
         let current = Arc::new(Current::new(Generation::build(&settings, &registry, 1).map_err(Error::Routing)?));
         let access = Arc::new(Access::new(&settings.access).map_err(Error::Access)?);
+        let server_tls = match &settings.server_tls {
+            Some(tls) => Some(Arc::new(ServerTls::new(tls).map_err(Error::ServerTls)?)),
+            None => None,
+        };
         if !access.get().is_open() {
             eprintln!("memrelay: access: {}", access.get().describe());
         }
@@ -156,12 +165,12 @@ impl Runtime {
         let health = Arc::new(Health::new(Arc::clone(&registry), settings.health));
         let probe = {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
-            let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
-            spawn("probe", move || health::probe::run(health, registry, current, shutdown))?
+            let (registry, current, tls) = (Arc::clone(&registry), Arc::clone(&current), server_tls.clone());
+            spawn("probe", move || health::probe::run(health, registry, current, tls, shutdown))?
         };
         {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
-            let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
+            let (registry, current, tls) = (Arc::clone(&registry), Arc::clone(&current), server_tls.clone());
             let max_value_len = settings.limits.max_value_size;
             // Read back before any client is accepted: reads must already avoid those servers.
             let spool = match &settings.repair_spool {
@@ -172,7 +181,7 @@ impl Runtime {
                 None => None,
             };
             spawn("repair", move || {
-                crate::repair::worker::run(health, registry, current, shutdown, max_value_len, spool)
+                crate::repair::worker::run(health, registry, current, tls, shutdown, max_value_len, spool)
             })?;
         }
         if let Some(addr) = settings.measurement.metrics_listen {
@@ -209,6 +218,7 @@ impl Runtime {
         Ok(Runtime {
             settings,
             registry,
+            server_tls,
             current,
             health,
             live,

@@ -10,9 +10,9 @@ mod common;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
+use common::certs::{read_until, rustls_client};
 use common::*;
 
 /// memrelay with a plain and a TLS listener; returns it and the TLS port.
@@ -47,37 +47,6 @@ fn s_client(port: u16, ca: &Path, input: &[u8], extra: &[&str]) -> (bool, String
         kill_and_reap(&mut child);
     }
     (child.wait().map(|s| s.success()).unwrap_or(false), out)
-}
-
-/// A rustls client connection to memrelay's TLS port, trusting the CA `ca`.
-fn rustls_client(port: u16, ca: &Path) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for der in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
-        roots.add(der.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    rustls::StreamOwned::new(conn, socket)
-}
-
-fn read_until(stream: &mut impl Read, end: &[u8]) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 16384];
-    while !got.ends_with(end) {
-        let n = stream.read(&mut chunk).expect("read over TLS");
-        assert!(n > 0, "EOF after {}", show(&got));
-        got.extend_from_slice(&chunk[..n]);
-    }
-    got
 }
 
 #[test]

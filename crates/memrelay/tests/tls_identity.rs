@@ -9,19 +9,19 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Duration;
 
+use common::certs::{read_until, rustls_connect};
 use common::*;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::CertificateDer;
 
 type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
-/// memrelay with a TLS listener whose certificate `pki` issued, and `extra` options.
-fn start(pki: &Pki, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
-    let (cert, key) = pki.issue("server", "localhost", &["DNS:localhost", "IP:127.0.0.1"]);
+/// memrelay with a TLS listener whose certificate `ca` issued into `dir`, and `extra` options.
+fn start(ca: &Ca, dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
+    let Issued { cert, key } = ca.issue(dir, "localhost", "DNS:localhost,IP:127.0.0.1");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut args =
@@ -30,31 +30,10 @@ fn start(pki: &Pki, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
     (Memrelay::start("evented", servers, &args), port)
 }
 
-/// A rustls client trusting `ca`, presenting `identity` (a certificate and its key) if given;
-/// the handshake is driven to its end (or failure) before it returns.
-fn connect(port: u16, ca: &Path, identity: Option<&(PathBuf, PathBuf)>) -> std::io::Result<TlsStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    for der in CertificateDer::pem_file_iter(ca).unwrap() {
-        roots.add(der.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match identity {
-        Some((cert, key)) => {
-            let chain = CertificateDer::pem_file_iter(cert).unwrap().map(|c| c.unwrap()).collect();
-            builder.with_client_auth_cert(chain, PrivateKeyDer::from_pem_file(key).unwrap()).unwrap()
-        }
-        None => builder.with_no_client_auth(),
-    };
-    let conn = rustls::ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap()).unwrap();
-    let socket = TcpStream::connect(("127.0.0.1", port))?;
-    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut stream = rustls::StreamOwned::new(conn, socket);
-    // TLS 1.3 tells the client its certificate was refused after the client's last flight: a
-    // round trip shows it.
+/// A rustls client trusting `ca`, presenting `identity` if given, after one round trip: TLS 1.3
+/// tells a client its certificate was refused only after the client's last flight.
+fn connect(port: u16, ca: &Path, identity: Option<&Issued>) -> std::io::Result<TlsStream> {
+    let mut stream = rustls_connect(port, ca, "localhost", identity);
     stream.write_all(b"version\r\n")?;
     let mut reply = [0u8; 64];
     let n = stream.read(&mut reply)?;
@@ -64,17 +43,10 @@ fn connect(port: u16, ca: &Path, identity: Option<&(PathBuf, PathBuf)>) -> std::
     Ok(stream)
 }
 
-/// Sends `request` and reads one line-terminated reply ending in `end`.
+/// Sends `request` and reads the reply up to `end`.
 fn ask(stream: &mut TlsStream, request: &[u8], end: &[u8]) -> String {
     stream.write_all(request).unwrap();
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !got.ends_with(end) {
-        let n = stream.read(&mut chunk).expect("read over TLS");
-        assert!(n > 0, "EOF after {}", show(&got));
-        got.extend_from_slice(&chunk[..n]);
-    }
-    String::from_utf8_lossy(&got).into_owned()
+    String::from_utf8_lossy(&read_until(stream, end)).into_owned()
 }
 
 fn denied(relay: &Memrelay, reason: &str) -> u64 {
@@ -84,15 +56,16 @@ fn denied(relay: &Memrelay, reason: &str) -> u64 {
 #[test]
 fn a_client_certificate_names_the_identity_whose_rule_applies() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new(dir.path(), "memrelay test CA");
+    let ca = Ca::new(dir.path(), "ca");
     let server = Memcached::start();
-    let ca = pki.ca().to_str().unwrap().to_owned();
+    let ca_file = ca.cert.to_str().unwrap().to_owned();
     let (relay, port) = start(
-        &pki,
+        &ca,
+        dir.path(),
         &[&server],
         &[
             "--tls-client-ca",
-            &ca,
+            &ca_file,
             "--access",
             r#"{ identity = "tenant-a", prefixes = ["a:"] }"#,
             "--access",
@@ -103,17 +76,17 @@ fn a_client_certificate_names_the_identity_whose_rule_applies() {
     // refusals are logged at most once a second).
     let before = denied(&relay, "tls_handshake");
     let (sets, gets) = (server.stats()["cmd_set"], server.stats()["cmd_get"]);
-    let other = Pki::new(&dir.path().join("other"), "another CA");
-    let stranger = other.issue("tenant-a", "tenant-a", &[]);
-    assert!(connect(port, pki.ca(), None).is_err(), "a client without a certificate was taken");
-    assert!(connect(port, pki.ca(), Some(&stranger)).is_err(), "a certificate of another CA was taken");
+    let other = Ca::new(dir.path(), "other-ca");
+    let stranger = other.issue_as(dir.path(), "stranger", "/CN=tenant-a", "");
+    assert!(connect(port, &ca.cert, None).is_err(), "a client without a certificate was taken");
+    assert!(connect(port, &ca.cert, Some(&stranger)).is_err(), "a certificate of another CA was taken");
     assert!(wait_for(Duration::from_secs(5), || denied(&relay, "tls_handshake") >= before + 2));
     assert_eq!((server.stats()["cmd_get"], server.stats()["cmd_set"]), (gets, sets));
     assert!(relay.stderr().contains("access denied (tls_handshake)"), "{}", relay.stderr());
-    let tenant = pki.issue("tenant-a", "tenant-a", &[]);
+    let tenant = ca.issue_as(dir.path(), "tenant-a", "/CN=tenant-a", "");
     // An identity from a subject alternative name when the subject has no common name.
-    let ops = pki.issue("ops", "", &["DNS:ops"]);
-    let mut a = connect(port, pki.ca(), Some(&tenant)).expect("tenant-a's certificate is taken");
+    let ops = ca.issue_as(dir.path(), "ops", "/O=memrelay test", "DNS:ops");
+    let mut a = connect(port, &ca.cert, Some(&tenant)).expect("tenant-a's certificate is taken");
     assert_eq!(ask(&mut a, b"set a:1 0 0 1\r\nx\r\n", b"\r\n"), "STORED\r\n");
     let (sets, gets, flushes) = (server.stats()["cmd_set"], server.stats()["cmd_get"], server.stats()["cmd_flush"]);
     assert_eq!(ask(&mut a, b"get b:1\r\n", b"\r\n"), "CLIENT_ERROR key not allowed\r\n");
@@ -127,7 +100,7 @@ fn a_client_certificate_names_the_identity_whose_rule_applies() {
         (server.stats()["cmd_set"], server.stats()["cmd_get"], server.stats()["cmd_flush"]),
         (sets, gets, flushes)
     );
-    let mut o = connect(port, pki.ca(), Some(&ops)).expect("ops' certificate is taken");
+    let mut o = connect(port, &ca.cert, Some(&ops)).expect("ops' certificate is taken");
     assert_eq!(ask(&mut o, b"flush_all\r\n", b"\r\n"), "OK\r\n");
     assert_eq!(server.stats()["cmd_flush"], flushes + 1);
 }
@@ -135,15 +108,16 @@ fn a_client_certificate_names_the_identity_whose_rule_applies() {
 #[test]
 fn optional_client_certificates_leave_the_others_to_the_fallback_rule() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new(dir.path(), "memrelay test CA");
+    let ca = Ca::new(dir.path(), "ca");
     let server = Memcached::start();
-    let ca = pki.ca().to_str().unwrap().to_owned();
+    let ca_file = ca.cert.to_str().unwrap().to_owned();
     let (_relay, port) = start(
-        &pki,
+        &ca,
+        dir.path(),
         &[&server],
         &[
             "--tls-client-ca",
-            &ca,
+            &ca_file,
             "--tls-client-auth",
             "optional",
             "--access",
@@ -152,11 +126,11 @@ fn optional_client_certificates_leave_the_others_to_the_fallback_rule() {
             r#"{ identity = "writer" }"#,
         ],
     );
-    let mut anonymous = connect(port, pki.ca(), None).expect("optional: taken without a certificate");
+    let mut anonymous = connect(port, &ca.cert, None).expect("optional: taken without a certificate");
     let sets = server.stats()["cmd_set"];
     assert_eq!(ask(&mut anonymous, b"set k 0 0 1\r\nx\r\n", b"\r\n"), "CLIENT_ERROR write not allowed\r\n");
     assert_eq!(server.stats()["cmd_set"], sets);
-    let mut writer = connect(port, pki.ca(), Some(&pki.issue("writer", "writer", &[]))).unwrap();
+    let mut writer = connect(port, &ca.cert, Some(&ca.issue_as(dir.path(), "writer", "/CN=writer", ""))).unwrap();
     assert_eq!(ask(&mut writer, b"set k 0 0 1\r\nx\r\n", b"\r\n"), "STORED\r\n");
     assert_eq!(ask(&mut anonymous, b"get k\r\n", b"END\r\n"), "VALUE k 0 1\r\nx\r\nEND\r\n");
 }
@@ -164,15 +138,15 @@ fn optional_client_certificates_leave_the_others_to_the_fallback_rule() {
 #[test]
 fn sighup_reads_the_certificates_again_without_dropping_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new(dir.path(), "memrelay test CA");
+    let ca = Ca::new(dir.path(), "ca");
     let server = Memcached::start();
-    let (relay, port) = start(&pki, &[&server], &[]);
+    let (relay, port) = start(&ca, dir.path(), &[&server], &[]);
     let served = |stream: &TlsStream| stream.conn.peer_certificates().unwrap()[0].as_ref().to_vec();
-    let mut before = connect(port, pki.ca(), None).unwrap();
+    let mut before = connect(port, &ca.cert, None).unwrap();
     let first = served(&before);
     // A renewed certificate in the same files.
-    let renewed = pki.issue("server", "localhost", &["DNS:localhost", "IP:127.0.0.1"]);
-    let renewed_der = CertificateDer::pem_file_iter(&renewed.0).unwrap().next().unwrap().unwrap().as_ref().to_vec();
+    let renewed = ca.issue(dir.path(), "localhost", "DNS:localhost,IP:127.0.0.1");
+    let renewed_der = CertificateDer::pem_file_iter(&renewed.cert).unwrap().next().unwrap().unwrap().as_ref().to_vec();
     assert_ne!(first, renewed_der);
     let stderr_before = relay.stderr().len();
     unsafe { libc::kill(relay.pid() as i32, libc::SIGHUP) };
@@ -181,25 +155,26 @@ fn sighup_reads_the_certificates_again_without_dropping_connections() {
         "{}",
         relay.stderr()
     );
-    let after = connect(port, pki.ca(), None).unwrap();
+    let after = connect(port, &ca.cert, None).unwrap();
     assert_eq!(served(&after), renewed_der, "a connection after SIGHUP got the old certificate");
     // The connection from before goes on.
     assert_eq!(ask(&mut before, b"set k 0 0 1\r\ny\r\n", b"\r\n"), "STORED\r\n");
     // A broken file refuses the reload; the certificate in force stays.
-    std::fs::write(&renewed.0, "not a certificate").unwrap();
+    std::fs::write(&renewed.cert, "not a certificate").unwrap();
     let stderr_before = relay.stderr().len();
     unsafe { libc::kill(relay.pid() as i32, libc::SIGHUP) };
     assert!(wait_for(Duration::from_secs(10), || relay.stderr()[stderr_before..].contains("reload refused")));
-    let again = connect(port, pki.ca(), None).unwrap();
+    let again = connect(port, &ca.cert, None).unwrap();
     assert_eq!(served(&again), renewed_der);
 }
 
 #[test]
 fn handshakes_that_do_not_finish_in_time_are_closed_and_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new(dir.path(), "memrelay test CA");
+    let ca = Ca::new(dir.path(), "ca");
     let server = Memcached::start();
-    let (relay, port) = start(&pki, &[&server], &["--tls-handshake-timeout-ms", "500", "--max-clients", "2000"]);
+    let (relay, port) =
+        start(&ca, dir.path(), &[&server], &["--tls-handshake-timeout-ms", "500", "--max-clients", "2000"]);
     // 300 connections that never send a byte, and 300 that send half a ClientHello.
     let hello_start = [0x16u8, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
     let mut stalled: Vec<TcpStream> = (0..600)
@@ -212,7 +187,7 @@ fn handshakes_that_do_not_finish_in_time_are_closed_and_others_are_served() {
         })
         .collect();
     // A real client is served all along.
-    let mut client = connect(port, pki.ca(), None).expect("a client beside the stalled handshakes");
+    let mut client = connect(port, &ca.cert, None).expect("a client beside the stalled handshakes");
     assert_eq!(ask(&mut client, b"set k 0 0 1\r\nz\r\n", b"\r\n"), "STORED\r\n");
     // Each stalled one is closed once its time is up (EOF or reset, within a bounded wait).
     for socket in &mut stalled {
@@ -235,14 +210,14 @@ fn handshakes_that_do_not_finish_in_time_are_closed_and_others_are_served() {
 #[test]
 fn client_certificate_options_are_checked_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new(dir.path(), "memrelay test CA");
-    let (cert, key) = pki.issue("server", "localhost", &["DNS:localhost"]);
+    let ca = Ca::new(dir.path(), "ca");
+    let Issued { cert, key } = ca.issue(dir.path(), "localhost", "DNS:localhost");
     let run = |extra: &[&str]| {
         let mut args = vec!["--server", "127.0.0.1:1", "--check-config", "/dev/null"];
         args.extend_from_slice(extra);
         run_memrelay(&args)
     };
-    let (cert, key, ca) = (cert.to_str().unwrap(), key.to_str().unwrap(), pki.ca().to_str().unwrap());
+    let (cert, key, ca) = (cert.to_str().unwrap(), key.to_str().unwrap(), ca.cert.to_str().unwrap());
     let tls = ["--tls-listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key];
     let (status, said) = run(&[&tls[..], &["--tls-client-ca", ca]].concat());
     assert!(status.success(), "{said}");

@@ -22,4 +22,4 @@ pub use memcached::{Memcached, MEMCACHED};
 pub use process::{
     free_port, kill_and_reap, raise_nofile, wait_for, wait_listening, Ready, START_ATTEMPTS, START_TIMEOUT,
 };
-pub use tls::{make_certificate, Pki, TlsMemcached};
+pub use tls::{make_certificate, Ca, Issued, TlsMemcached};

@@ -14,55 +14,61 @@ use crate::process::free_port;
 /// A test CA (`ca.pem`, `ca.key`) and a certificate it signed for `localhost` and 127.0.0.1, with
 /// its key (`cert.pem`, `cert.key`), in `dir`: returns the certificate and the key.
 pub fn make_certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    Pki::new(dir, "memrelay test CA").issue("cert", "localhost", &["DNS:localhost", "IP:127.0.0.1"])
+    let issued = Ca::new(dir, "ca").issue(dir, "cert", "DNS:localhost,IP:127.0.0.1");
+    (issued.cert, issued.key)
 }
 
-/// A certificate authority in `dir`: `ca.pem` and its key.
-pub struct Pki {
-    dir: PathBuf,
-    ca: PathBuf,
+/// A test CA: `NAME.pem` and `NAME.key` in a directory.
+pub struct Ca {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
-impl Pki {
-    /// A new CA named `name` in `dir` (created if missing).
-    pub fn new(dir: &Path, name: &str) -> Pki {
-        std::fs::create_dir_all(dir).unwrap();
-        let pki = Pki { dir: dir.to_path_buf(), ca: dir.join("ca.pem") };
-        openssl(&["-subj", &format!("/CN={name}")], &[("-keyout", &pki.dir.join("ca.key")), ("-out", &pki.ca)]);
-        pki
+/// A certificate and its private key (PEM files).
+pub struct Issued {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Ca {
+    /// A new self-signed CA in `dir` (`NAME.pem`, `NAME.key`).
+    pub fn new(dir: &Path, name: &str) -> Ca {
+        let (cert, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+        openssl_req(&["-subj", &format!("/CN=memrelay test CA {name}")], &[("-keyout", &key), ("-out", &cert)]);
+        Ca { cert, key }
     }
 
-    /// The CA's certificate (PEM).
-    pub fn ca(&self) -> &Path {
-        &self.ca
+    /// A certificate this CA signs with the subject CN `name` and the subject alternative names
+    /// `alt_names` (`DNS:localhost,IP:127.0.0.1`), in `dir` (`NAME.pem`, `NAME.key`).
+    pub fn issue(&self, dir: &Path, name: &str, alt_names: &str) -> Issued {
+        self.issue_as(dir, name, &format!("/CN={name}"), alt_names)
     }
 
-    /// A certificate the CA signed, for TLS servers and clients alike, written to `stem.pem`
-    /// and `stem.key` (replacing what was there): subject CN `common_name` (none when empty) and
-    /// the subject alternative names `sans` (`DNS:x`, `IP:1.2.3.4`). Returns both paths.
-    pub fn issue(&self, stem: &str, common_name: &str, sans: &[&str]) -> (PathBuf, PathBuf) {
-        let (cert, key) = (self.dir.join(format!("{stem}.pem")), self.dir.join(format!("{stem}.key")));
-        let subject =
-            if common_name.is_empty() { "/O=memrelay test".to_string() } else { format!("/CN={common_name}") };
+    /// A certificate with any `subject` (`/CN=x`, `/O=y` for one without a common name) and
+    /// `alt_names` (none when empty), for servers and clients alike, in `dir` (`STEM.pem`,
+    /// `STEM.key`, replacing what was there).
+    pub fn issue_as(&self, dir: &Path, stem: &str, subject: &str, alt_names: &str) -> Issued {
+        let (cert, key) = (dir.join(format!("{stem}.pem")), dir.join(format!("{stem}.key")));
+        let alt = format!("subjectAltName={alt_names}");
         let mut args = vec![
-            "-subj".to_string(),
+            "-subj",
             subject,
-            "-addext".into(),
-            "basicConstraints=critical,CA:FALSE".into(),
-            "-addext".into(),
-            "extendedKeyUsage=serverAuth,clientAuth".into(),
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-addext",
+            "extendedKeyUsage=serverAuth,clientAuth",
         ];
-        if !sans.is_empty() {
-            args.extend(["-addext".into(), format!("subjectAltName={}", sans.join(","))]);
+        if !alt_names.is_empty() {
+            args.extend(["-addext", &alt]);
         }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        openssl(&args, &[("-CA", &self.ca), ("-CAkey", &self.dir.join("ca.key")), ("-keyout", &key), ("-out", &cert)]);
-        (cert, key)
+        openssl_req(&args, &[("-CA", &self.cert), ("-CAkey", &self.key), ("-keyout", &key), ("-out", &cert)]);
+        Issued { cert, key }
     }
 }
 
-/// `openssl req -x509` with a new EC key and `args`, then each `(flag, path)`.
-fn openssl(args: &[&str], paths: &[(&str, &Path)]) {
+/// `openssl req -x509` making a P-256 key and a certificate valid for two days, with `args`
+/// and then each `(flag, path)`.
+fn openssl_req(args: &[&str], paths: &[(&str, &Path)]) {
     let mut command = Command::new("openssl");
     command.args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"]);
     command.args(args);

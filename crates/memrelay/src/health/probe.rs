@@ -2,10 +2,10 @@
 //! `probe_first`, then on a doubling backoff up to `probe_max`; a `VERSION` line in time brings the
 //! server back. Every `restart_check` it also asks each server that is up for its `pid` and
 //! `uptime` (`stats`): a new pid or a smaller uptime is a restart, and the server is marked cold.
-//! Bounded by the server timeout per exchange and by the shutdown flag.
+//! Bounded by the server timeout per exchange and by the shutdown flag. With TLS to the servers,
+//! each exchange's connection is TLS too ([`crate::upstream_tls`]).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -14,12 +14,34 @@ use std::time::{Duration, Instant};
 use super::Health;
 use crate::generation::Current;
 use crate::servers::{Registry, MAX_SERVER_IDS};
+use crate::upstream_tls::blocking;
+use crate::upstream_tls::ServerTls;
+
+/// How the probe reaches one server: its address, and TLS when it is on.
+struct Dial {
+    addr: std::net::SocketAddr,
+    tls: Option<crate::upstream_tls::Peer>,
+}
+
+impl Dial {
+    fn to(registry: &Registry, tls: Option<&ServerTls>, server: usize) -> Dial {
+        let endpoint = registry.endpoint(server);
+        Dial { addr: endpoint.addr, tls: tls.map(|tls| tls.peer(&endpoint)) }
+    }
+}
 
 /// The longest the thread sleeps: how soon it notices a server that went down, or shutdown.
 const TICK: Duration = Duration::from_millis(50);
 
 /// Runs until `shutdown` is set, over the servers of the generation in force.
-pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Current>, shutdown: Arc<AtomicBool>) {
+pub(crate) fn run(
+    health: Arc<Health>,
+    registry: Arc<Registry>,
+    current: Arc<Current>,
+    tls: Option<Arc<ServerTls>>,
+    shutdown: Arc<AtomicBool>,
+) {
+    let dial = |server: usize| Dial::to(&registry, tls.as_deref(), server);
     let settings = health.settings();
     // Per server id: when it was seen down, the next probe, the current backoff.
     let mut seen_down: Vec<Option<Instant>> = vec![None; MAX_SERVER_IDS];
@@ -38,7 +60,7 @@ pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Cur
                 if health.is_down(server) {
                     continue;
                 }
-                let Some(seen) = server_identity(registry.addr(server), timeout) else { continue };
+                let Some(seen) = server_identity(&dial(server), timeout) else { continue };
                 note_identity(&health, server, seen, &mut identity[server]);
             }
         }
@@ -55,10 +77,11 @@ pub(crate) fn run(health: Arc<Health>, registry: Arc<Registry>, current: Arc<Cur
             if now < next_probe[server] {
                 continue;
             }
-            if answers_version(registry.addr(server), timeout) {
+            let to = dial(server);
+            if answers_version(&to, timeout) {
                 // Back from down, perhaps restarted (empty): say so before it is used again, so
                 // that a repair resyncs it before reads reach it.
-                if let Some(seen) = server_identity(registry.addr(server), timeout) {
+                if let Some(seen) = server_identity(&to, timeout) {
                     note_identity(&health, server, seen, &mut identity[server]);
                 }
                 health.probe_answered(server, since.elapsed());
@@ -91,8 +114,8 @@ fn note_identity(health: &Health, server: usize, seen: (u64, u64), known: &mut O
 }
 
 /// The server's `pid` and `uptime` from `stats`, if it answers within `timeout`.
-pub(crate) fn server_identity(addr: SocketAddr, timeout: Duration) -> Option<(u64, u64)> {
-    let reply = exchange(addr, b"stats\r\n", b"END\r\n", timeout)?;
+fn server_identity(to: &Dial, timeout: Duration) -> Option<(u64, u64)> {
+    let reply = exchange(to, b"stats\r\n", b"END\r\n", timeout)?;
     let text = String::from_utf8_lossy(&reply);
     let stat = |name: &str| -> Option<u64> {
         text.lines()
@@ -103,10 +126,12 @@ pub(crate) fn server_identity(addr: SocketAddr, timeout: Duration) -> Option<(u6
 
 /// Sends `request` on a new connection and reads until the reply ends with `end` (at most
 /// 64 KiB), within `timeout`.
-fn exchange(addr: SocketAddr, request: &[u8], end: &[u8], timeout: Duration) -> Option<Vec<u8>> {
+fn exchange(to: &Dial, request: &[u8], end: &[u8], timeout: Duration) -> Option<Vec<u8>> {
     let deadline = Instant::now() + timeout;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    let mut stream = blocking::connect(to.addr, to.tls.as_ref(), timeout).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
     stream.write_all(request).ok()?;
+    stream.flush().ok()?;
     let mut reply = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     while !reply.ends_with(end) && reply.len() < 64 * 1024 {
@@ -124,6 +149,6 @@ fn exchange(addr: SocketAddr, request: &[u8], end: &[u8], timeout: Duration) -> 
 }
 
 /// Whether the server answers `version` with a `VERSION` line within `timeout`.
-pub(crate) fn answers_version(addr: SocketAddr, timeout: Duration) -> bool {
-    exchange(addr, b"version\r\n", b"\r\n", timeout).is_some_and(|reply| reply.starts_with(b"VERSION "))
+fn answers_version(to: &Dial, timeout: Duration) -> bool {
+    exchange(to, b"version\r\n", b"\r\n", timeout).is_some_and(|reply| reply.starts_with(b"VERSION "))
 }

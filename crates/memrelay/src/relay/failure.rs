@@ -17,6 +17,9 @@ pub enum Failure {
     Reset,
     /// The server sent something that is not a memcached reply.
     BadReply,
+    /// TLS to the server failed: its certificate did not verify, it does not speak TLS, or it
+    /// ended the session with an alert ([`crate::upstream_tls`]; the reason is logged).
+    Tls,
     /// The server is down (health): failed at once, without trying it.
     Down,
     /// The server is being brought up to date ([`crate::repair`]): a write is not sent to it
@@ -31,6 +34,7 @@ impl Failure {
             Failure::Timeout => "server timeout",
             Failure::Reset => "server closed the connection",
             Failure::BadReply => "invalid reply from server",
+            Failure::Tls => "server TLS failed",
             Failure::Down => "server down",
             Failure::Repairing => "server being repaired",
         }

@@ -5,11 +5,12 @@
 //! a restarted server it first copies, in add mode (`ME`: a value written since stays), every
 //! key that the other servers list in `lru_crawler metadump all` and that belongs on it.
 //! It also turns a restart the health probe noticed into a resync. Bounded per turn
-//! ([`BATCH`]) and by the server timeout per exchange; it stops with the shutdown flag.
+//! ([`BATCH`]) and by the server timeout per exchange; it stops with the shutdown flag. With TLS
+//! to the servers its connections are TLS too ([`crate::upstream_tls`]).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -25,6 +26,7 @@ use crate::generation::{Current, Generation};
 use crate::health::Health;
 use crate::relay::warm;
 use crate::servers::{Registry, MAX_SERVER_IDS};
+use crate::upstream_tls::{blocking, Peer, ServerTls};
 
 /// How long the thread sleeps when there is nothing to repair.
 const TICK: Duration = Duration::from_millis(20);
@@ -38,11 +40,12 @@ pub(crate) fn run(
     health: Arc<Health>,
     registry: Arc<Registry>,
     current: Arc<Current>,
+    tls: Option<Arc<ServerTls>>,
     shutdown: Arc<AtomicBool>,
     max_value_len: usize,
     mut spool: Option<Spool>,
 ) {
-    let mut thread = RepairThread { health, registry, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
+    let mut thread = RepairThread { health, registry, tls, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
     let mut restarts_seen = vec![0u64; MAX_SERVER_IDS];
     let mut was_repairing = vec![false; MAX_SERVER_IDS];
     let mut spool_failures = SpoolFailures::default();
@@ -113,6 +116,8 @@ impl SpoolFailures {
 struct RepairThread {
     health: Arc<Health>,
     registry: Arc<Registry>,
+    /// TLS to the servers, when it is on.
+    tls: Option<Arc<ServerTls>>,
     conns: HashMap<usize, ServerConn>,
     max_value_len: usize,
     scratch: Vec<u8>,
@@ -133,8 +138,12 @@ impl RepairThread {
     }
 
     fn conn(&mut self, server: usize, timeout: Duration) -> &mut ServerConn {
-        let (addr, max_value_len) = (self.registry.addr(server), self.max_value_len);
-        let conn = self.conns.entry(server).or_insert_with(|| ServerConn::new(addr, timeout, max_value_len));
+        let (registry, tls, max_value_len) = (&self.registry, &self.tls, self.max_value_len);
+        let conn = self.conns.entry(server).or_insert_with(|| {
+            let endpoint = registry.endpoint(server);
+            let peer = tls.as_ref().map(|tls| tls.peer(&endpoint));
+            ServerConn::new(endpoint.addr, timeout, max_value_len, peer)
+        });
         conn.set_timeout(timeout);
         conn
     }
@@ -238,7 +247,9 @@ impl RepairThread {
         let mut copied = 0u64;
         let mut replicas = Vec::new();
         for source in sources {
-            let Ok(keys) = metadump(self.registry.addr(source), timeout) else { return false };
+            let endpoint = self.registry.endpoint(source);
+            let peer = self.tls.as_ref().map(|tls| tls.peer(&endpoint));
+            let Ok(keys) = metadump(endpoint.addr, peer.as_ref(), timeout) else { return false };
             for key in keys {
                 generation.router.write_targets(&key, &mut replicas);
                 if !replicas.contains(&target) {
@@ -270,12 +281,14 @@ fn wire_key(key: &[u8]) -> (Vec<u8>, bool) {
 }
 
 /// Every key `addr` holds, from `lru_crawler metadump all` (`key=<url-escaped> exp=… …` lines,
-/// then `END`). Fails on a busy crawler, an error line, a line too long or a timeout.
-fn metadump(addr: SocketAddr, timeout: Duration) -> Result<Vec<Vec<u8>>, ()> {
-    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(drop)?;
+/// then `END`), over TLS with `tls`. Fails on a busy crawler, an error line, a line too long or a
+/// timeout.
+fn metadump(addr: SocketAddr, tls: Option<&Peer>, timeout: Duration) -> Result<Vec<Vec<u8>>, ()> {
+    let mut stream = blocking::connect(addr, tls, timeout).map_err(drop)?;
     stream.set_read_timeout(Some(timeout)).map_err(drop)?;
     stream.set_write_timeout(Some(timeout)).map_err(drop)?;
     stream.write_all(b"lru_crawler metadump all\r\n").map_err(drop)?;
+    stream.flush().map_err(drop)?;
     let mut reader = BufReader::new(stream);
     let mut keys = Vec::new();
     let mut line = Vec::new();

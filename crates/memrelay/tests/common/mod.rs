@@ -4,6 +4,7 @@
 //! - [`Memrelay`]: the `memrelay` binary of this build with the given engine and servers.
 //! - Everything else (`Memcached`, `Client`, free ports, counters, fake servers) is the test kit's,
 //!   re-exported here so every test file reads `use common::*`.
+//! - [`certs`]: test certificates (the `openssl` command) and a rustls client.
 //!
 //! Every process is killed when its guard drops, also when a test panics.
 //!
@@ -19,6 +20,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use memrelay_testkit::*;
+
+/// Test certificates and a rustls client (TLS from clients and to the servers).
+pub mod certs;
 
 /// Every engine the suite runs against. Keep in step with [`for_each_engine!`] (each test file
 /// checks that they agree).

@@ -61,13 +61,15 @@ impl EventLoop {
         self.completed = completed;
         if let Err(failure) = result {
             self.fail_upstream(server, failure);
+        } else if self.upstreams[server].wants_flush() && !self.dirty.contains(&server) {
+            self.dirty.push(server);
         }
     }
 
     pub(super) fn fail_upstream(&mut self, server: usize, failure: Failure) {
         let mut failed = std::mem::take(&mut self.failed);
         failed.clear();
-        self.upstreams[server].fail(self.poll.registry(), Instant::now(), &mut failed);
+        self.upstreams[server].fail(self.poll.registry(), Instant::now(), failure, &mut failed);
         self.recorder.server_failure(server);
         self.health.failed(server, failure);
         for outstanding in &failed {

@@ -27,6 +27,8 @@ use crate::routing::RouteBuf;
 use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::startup::{Error, Runtime};
+use crate::upstream_tls::pump::Pump;
+use crate::upstream_tls::ServerTls;
 
 /// Upstream tokens count down from here (above every client token).
 pub(super) const UPSTREAM_BASE: usize = usize::MAX - 16;
@@ -55,6 +57,8 @@ pub(super) struct EventLoop {
     /// The generation this loop routes new requests (and each next step of a request) under.
     pub config: Arc<Generation>,
     pub registry: Arc<Registry>,
+    /// TLS to the servers, when it is on.
+    pub server_tls: Option<Arc<ServerTls>>,
     pub max_value_len: usize,
     /// Requests one client may have in flight before memrelay stops reading its pipeline.
     pub max_in_flight: usize,
@@ -96,6 +100,7 @@ impl EventLoop {
             current: Arc::clone(&runtime.current),
             config: runtime.current.get(),
             registry: Arc::clone(&runtime.registry),
+            server_tls: runtime.server_tls.clone(),
             max_value_len: settings.limits.max_value_size,
             max_in_flight: settings.limits.max_in_flight.max(1),
             health: Arc::clone(&runtime.health),
@@ -134,7 +139,8 @@ impl EventLoop {
     fn adopt_config(&mut self) {
         for id in self.upstreams.len()..self.registry.len() {
             let addr = self.registry.addr(id);
-            self.upstreams.push(Upstream::new(addr, Token(UPSTREAM_BASE - id), self.max_value_len));
+            let tls = self.server_tls.as_ref().map(|tls| Pump::new(tls.peer(&self.registry.endpoint(id))));
+            self.upstreams.push(Upstream::new(addr, Token(UPSTREAM_BASE - id), self.max_value_len, tls));
             self.addrs.push(addr);
         }
         self.retiring = (0..self.upstreams.len()).filter(|id| !self.config.servers.contains(id)).collect();

@@ -6,6 +6,10 @@
 //! back. A failure (refused, reset, timeout, a reply that makes no sense) fails every request
 //! outstanding on the connection (their replies can no longer be matched), drops it, and the
 //! next request reconnects after a backoff that doubles up to a ceiling.
+//!
+//! With TLS to the servers ([`crate::upstream_tls`]) the bytes go through the connection's
+//! [`Pump`] instead of straight to the socket: `written` then counts what the session took, and a
+//! TLS failure (the handshake's included) fails the connection like any other.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -18,6 +22,7 @@ use mio::{Interest, Registry, Token};
 
 use crate::buffer::{Filled, ReadBuffer};
 use crate::relay::failure::Failure;
+use crate::upstream_tls::pump::{Pump, Round};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -55,14 +60,17 @@ pub(crate) struct Upstream {
     /// Last time a request was queued or a reply read: an idle connection is checked before
     /// reuse, since the server may have closed it (a restart) without a request noticing.
     last_used: Instant,
+    /// TLS to the server, when it is on.
+    tls: Option<Pump>,
 }
 
 /// Idle time after which a connection is checked (one non-blocking peek) before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
 
 impl Upstream {
-    /// A connection to `addr`; a reply value longer than `max_value_len` fails it.
-    pub fn new(addr: SocketAddr, token: Token, max_value_len: usize) -> Upstream {
+    /// A connection to `addr` (through `tls` when given); a reply value longer than
+    /// `max_value_len` fails it.
+    pub fn new(addr: SocketAddr, token: Token, max_value_len: usize, tls: Option<Pump>) -> Upstream {
         Upstream {
             addr,
             token,
@@ -79,6 +87,7 @@ impl Upstream {
             parser_primed: false,
             wants_writable: false,
             last_used: Instant::now(),
+            tls,
         }
     }
 
@@ -98,6 +107,12 @@ impl Upstream {
         }
         if self.retry_at.is_some_and(|at| now < at) {
             return false;
+        }
+        if let Some(tls) = self.tls.as_mut() {
+            if tls.start().is_err() {
+                self.back_off(now);
+                return false;
+            }
         }
         match TcpStream::connect(self.addr) {
             Ok(mut stream) => {
@@ -128,7 +143,8 @@ impl Upstream {
         let mut byte = [0u8; 1];
         match stream.peek(&mut byte) {
             Ok(0) => false,
-            Ok(_) => true,
+            // Over TLS, records on an idle connection are the server's goodbye (close_notify).
+            Ok(_) => self.tls.is_none(),
             Err(e) => e.kind() == io::ErrorKind::WouldBlock,
         }
     }
@@ -136,6 +152,9 @@ impl Upstream {
     fn drop_stream(&mut self, registry: &Registry) {
         if let Some(mut stream) = self.stream.take() {
             let _ = registry.deregister(&mut stream);
+        }
+        if let Some(tls) = self.tls.as_mut() {
+            tls.end();
         }
         self.connected = false;
         self.output.clear();
@@ -175,20 +194,24 @@ impl Upstream {
             return Ok(0);
         }
         let stream = self.stream.as_mut().expect("connected implies a stream");
-        while self.written < self.output.len() {
-            match stream.write(&self.output[self.written..]) {
-                Ok(0) => return Err(Failure::Reset),
-                Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Failure::from_io(&e)),
+        if let Some(tls) = self.tls.as_mut() {
+            self.written += tls.write(stream, &self.output[self.written..])?;
+        } else {
+            while self.written < self.output.len() {
+                match stream.write(&self.output[self.written..]) {
+                    Ok(0) => return Err(Failure::Reset),
+                    Ok(n) => self.written += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Failure::from_io(&e)),
+                }
             }
         }
         if self.written == self.output.len() {
             self.output.clear();
             self.written = 0;
         }
-        let want = self.written < self.output.len();
+        let want = self.written < self.output.len() || self.tls.as_ref().is_some_and(Pump::wants_write);
         if want != self.wants_writable {
             self.wants_writable = want;
             let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
@@ -228,6 +251,9 @@ impl Upstream {
         to_eof: bool,
         mut deliver: impl FnMut(Outstanding, Reply, &[u8]),
     ) -> Result<(), Failure> {
+        if self.tls.is_some() {
+            return self.on_readable_tls(&mut deliver);
+        }
         loop {
             let Some(stream) = self.stream.as_mut() else { return Ok(()) };
             let drained = match self.input.read_from(stream) {
@@ -242,6 +268,27 @@ impl Upstream {
                 return Ok(());
             }
         }
+    }
+
+    /// [`Upstream::on_readable`] over TLS: rounds of records until the socket would block (the
+    /// poller is edge-triggered).
+    fn on_readable_tls(&mut self, deliver: &mut impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
+        loop {
+            let (Some(stream), Some(tls)) = (self.stream.as_ref(), self.tls.as_mut()) else { return Ok(()) };
+            let round = tls.read(stream, &mut self.input)?;
+            self.deliver_complete(deliver)?;
+            match round {
+                Round::Records => {}
+                Round::Blocked => return Ok(()),
+                Round::Closed => return Err(Failure::Reset),
+            }
+        }
+    }
+
+    /// Over TLS, something is left to write after a read (the handshake finished with requests
+    /// waiting, or records the socket did not take): the connection wants a flush.
+    pub fn wants_flush(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| self.connected && (tls.wants_write() || self.written < self.output.len()))
     }
 
     fn deliver_complete(&mut self, deliver: &mut impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
@@ -277,7 +324,10 @@ impl Upstream {
 
     /// Drops the connection; returns what was outstanding on it (each fails with `failure`).
     /// A connection closed while idle failed no request: the next one reconnects at once.
-    pub fn fail(&mut self, registry: &Registry, now: Instant, failed: &mut Vec<Outstanding>) {
+    pub fn fail(&mut self, registry: &Registry, now: Instant, failure: Failure, failed: &mut Vec<Outstanding>) {
+        if let Some(tls) = self.tls.as_ref().filter(|_| self.connected) {
+            tls.failing(failure);
+        }
         let was_idle = self.outstanding.is_empty() && self.connected;
         self.drop_stream(registry);
         failed.extend(self.outstanding.drain(..));

@@ -1,4 +1,5 @@
-//! One blocking TCP connection from a pool worker to one memcached server.
+//! One blocking TCP connection from a pool worker to one memcached server (TLS inside it with
+//! `--server-tls-ca`: the handshake is part of connecting, [`crate::upstream_tls::blocking`]).
 //!
 //! Sends a request and reads one reply, each bounded by a deadline. Any failure (refused, reset,
 //! timeout, a reply that makes no sense) drops the connection, since its state is unknown, and
@@ -10,7 +11,7 @@
 //! replaced at once rather than failing the request.
 
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,8 @@ use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
 use crate::buffer::{Filled, ReadBuffer};
 use crate::relay::failure::Failure;
+use crate::upstream_tls::blocking::{self, ServerStream};
+use crate::upstream_tls::Peer;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -29,7 +32,9 @@ const IDLE_CHECK: Duration = Duration::from_millis(10);
 
 pub(crate) struct ServerConn {
     pub addr: SocketAddr,
-    stream: Option<TcpStream>,
+    /// TLS to the server, when it is on.
+    tls: Option<Peer>,
+    stream: Option<ServerStream>,
     timeout: Duration,
     retry_at: Option<Instant>,
     backoff: Duration,
@@ -43,10 +48,12 @@ pub(crate) struct ServerConn {
 }
 
 impl ServerConn {
-    /// A connection to `addr`; a reply value longer than `max_value_len` fails it.
-    pub fn new(addr: SocketAddr, timeout: Duration, max_value_len: usize) -> ServerConn {
+    /// A connection to `addr` (through `tls` when given); a reply value longer than
+    /// `max_value_len` fails it.
+    pub fn new(addr: SocketAddr, timeout: Duration, max_value_len: usize, tls: Option<Peer>) -> ServerConn {
         ServerConn {
             addr,
+            tls,
             stream: None,
             timeout,
             retry_at: None,
@@ -124,20 +131,18 @@ impl ServerConn {
                 Ok(Filled::Eof) => return Err(Failure::Reset),
                 Ok(Filled::Bytes { .. }) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Failure::from_io(&e)),
+                Err(e) => return Err(stream.failure(&e)),
             }
         }
     }
 
-    fn connected(&mut self, deadline: Instant) -> Result<&mut TcpStream, Failure> {
+    fn connected(&mut self, deadline: Instant) -> Result<&mut ServerStream, Failure> {
         if self.stream.is_none() {
             let timeout = deadline.saturating_duration_since(Instant::now()).min(self.timeout);
             if timeout.is_zero() {
                 return Err(Failure::Timeout);
             }
-            let stream = TcpStream::connect_timeout(&self.addr, timeout).map_err(|e| Failure::from_io(&e))?;
-            stream.set_nodelay(true).map_err(|e| Failure::from_io(&e))?;
-            self.stream = Some(stream);
+            self.stream = Some(blocking::connect(self.addr, self.tls.as_ref(), timeout)?);
             self.retry_at = None;
             self.backoff = FIRST_BACKOFF;
             self.last_used = Instant::now();
@@ -159,8 +164,10 @@ impl ServerConn {
         let Some(stream) = self.stream.as_ref() else { return false };
         let mut byte = [0u8; 1];
         // SAFETY: recv into a valid one-byte buffer on a socket we own; MSG_DONTWAIT never blocks.
-        let n =
-            unsafe { libc::recv(stream.as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        // Over TLS too: memcached's records come only as replies (or as its close_notify).
+        let n = unsafe {
+            libc::recv(stream.socket().as_raw_fd(), byte.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
         n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
     }
 
@@ -169,16 +176,21 @@ impl ServerConn {
     }
 }
 
-fn write_all(stream: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
+fn write_all(stream: &mut ServerStream, mut bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
+    let left = || deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or(Failure::Timeout);
     while !bytes.is_empty() {
-        let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero());
-        stream.set_write_timeout(Some(left.ok_or(Failure::Timeout)?)).map_err(|e| Failure::from_io(&e))?;
+        stream.set_write_timeout(Some(left()?)).map_err(|e| Failure::from_io(&e))?;
         match stream.write(bytes) {
             Ok(0) => return Err(Failure::Reset),
             Ok(n) => bytes = &bytes[n..],
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Failure::from_io(&e)),
+            Err(e) => return Err(stream.failure(&e)),
         }
+    }
+    // TLS: records the session still holds go out now (a plain socket holds none).
+    if let ServerStream::Tls(_) = stream {
+        stream.set_write_timeout(Some(left()?)).map_err(|e| Failure::from_io(&e))?;
+        stream.flush().map_err(|e| stream.failure(&e))?;
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ use crate::routing::{placement_key, Plan, RouteBuf};
 use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::startup::Runtime;
+use crate::upstream_tls::ServerTls;
 
 pub(crate) struct Worker {
     /// The configuration in force, checked before each job.
@@ -32,6 +33,8 @@ pub(crate) struct Worker {
     /// The generation this worker routes under.
     generation: Arc<Generation>,
     registry: Arc<Registry>,
+    /// TLS to the servers, when it is on.
+    server_tls: Option<Arc<ServerTls>>,
     health: Arc<Health>,
     /// Write-backs to restarted servers this worker may still start.
     warm_budget: Budget,
@@ -64,6 +67,7 @@ impl Worker {
             replicas: Vec::new(),
             current: Arc::clone(&runtime.current),
             registry: Arc::clone(&runtime.registry),
+            server_tls: runtime.server_tls.clone(),
             health: Arc::clone(&runtime.health),
             warm_budget: Budget::default(),
             recorder,
@@ -85,7 +89,9 @@ impl Worker {
     fn adopt_generation(&mut self) {
         let timeout = self.generation.server_timeout;
         for id in self.servers.len()..self.registry.len() {
-            self.servers.push(ServerConn::new(self.registry.addr(id), timeout, self.max_value_len));
+            let endpoint = self.registry.endpoint(id);
+            let tls = self.server_tls.as_ref().map(|tls| tls.peer(&endpoint));
+            self.servers.push(ServerConn::new(endpoint.addr, timeout, self.max_value_len, tls));
         }
         for (id, conn) in self.servers.iter_mut().enumerate() {
             conn.set_timeout(timeout);

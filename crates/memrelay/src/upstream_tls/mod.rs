@@ -1,0 +1,187 @@
+//! TLS from memrelay to its memcached servers (`--server-tls-ca` and friends), for every
+//! connection memrelay makes to a server: the evented engine's shared non-blocking connections
+//! ([`pump`]) and the blocking ones of the pool's workers, the health probe and the repair
+//! thread ([`blocking`]).
+//!
+//! One rustls [`ClientConfig`] is built at start ([`ServerTls`]); each server gets a [`Peer`]:
+//! that configuration and the name the server's certificate must carry, the host part of its
+//! address as written (`localhost:11211` -> the DNS name `localhost`, `127.0.0.1:11211` -> the
+//! IP address 127.0.0.1).
+//!
+//! A TLS failure (a certificate that does not verify, a server that does not speak TLS, a fatal
+//! alert) is a server failure like a refused connection: [`Failure::Tls`], counted and judged
+//! by health as any other; its reason goes to the log, one line a second at most.
+
+pub(crate) mod blocking;
+pub(crate) mod pump;
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+use crate::log_limit::OncePerSecond;
+use crate::relay::failure::Failure;
+use crate::settings::Endpoint;
+
+/// `--server-tls-ca`, `--server-tls-cert`, `--server-tls-key`, `--server-tls-min-version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTlsSettings {
+    /// PEM: the CA certificates a server's certificate must chain to.
+    pub ca: PathBuf,
+    /// PEM: a client certificate chain (leaf first) for servers that ask for one.
+    pub cert: Option<PathBuf>,
+    /// PEM: its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// Oldest TLS version spoken: 12 or 13.
+    pub min_version: u8,
+}
+
+/// The rustls configuration `settings` describe (the error names the option, the file and the
+/// problem).
+pub fn client_config(settings: &ServerTlsSettings) -> Result<Arc<ClientConfig>, String> {
+    let ca = &settings.ca;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(ca)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|e| format!("--server-tls-ca {}: {e}", ca.display()))?;
+    if certs.is_empty() {
+        return Err(format!("--server-tls-ca {}: no certificate in it", ca.display()));
+    }
+    let mut roots = RootCertStore::empty();
+    for cert in certs {
+        roots.add(cert).map_err(|e| format!("--server-tls-ca {}: {e}", ca.display()))?;
+    }
+    let versions: &[&rustls::SupportedProtocolVersion] = match settings.min_version {
+        13 => &[&rustls::version::TLS13],
+        _ => &[&rustls::version::TLS13, &rustls::version::TLS12],
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| format!("--server-tls-min-version: {e}"))?
+        .with_root_certificates(roots);
+    let mut config = match (&settings.cert, &settings.key) {
+        (None, None) => builder.with_no_client_auth(),
+        (Some(cert), Some(key)) => {
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<_, _>>())
+                .map_err(|e| format!("--server-tls-cert {}: {e}", cert.display()))?;
+            if chain.is_empty() {
+                return Err(format!("--server-tls-cert {}: no certificate in it", cert.display()));
+            }
+            let key_der =
+                PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--server-tls-key {}: {e}", key.display()))?;
+            builder.with_client_auth_cert(chain, key_der).map_err(|e| {
+                format!("--server-tls-cert {} / --server-tls-key {}: {e}", cert.display(), key.display())
+            })?
+        }
+        (Some(_), None) => return Err("--server-tls-cert needs --server-tls-key".into()),
+        (None, Some(_)) => return Err("--server-tls-key needs --server-tls-cert".into()),
+    };
+    // No session resumption: connections are long-lived, and memcached (OpenSSL with client
+    // certificates required and no session id context) answers a resumed session with an
+    // internal_error alert, which would fail every connection after the first.
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(Arc::new(config))
+}
+
+/// The name a server's certificate must carry: the host part of `address` (`host:port`,
+/// `[v6]:port`), as a DNS name or an IP address.
+pub fn server_name(address: &str) -> Result<ServerName<'static>, String> {
+    let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    ServerName::try_from(host.to_string())
+        .map_err(|_| format!("`{host}` is neither a DNS name nor an IP address a certificate can carry"))
+}
+
+/// TLS to the servers: the configuration every connection shares.
+#[derive(Debug)]
+pub(crate) struct ServerTls {
+    config: Arc<ClientConfig>,
+}
+
+impl ServerTls {
+    pub fn new(settings: &ServerTlsSettings) -> Result<ServerTls, String> {
+        client_config(settings).map(|config| ServerTls { config })
+    }
+
+    /// What connections to `server` need (its name was checked at start, with the options).
+    pub fn peer(&self, server: &Endpoint) -> Peer {
+        Peer { config: Arc::clone(&self.config), name: server_name(&server.address).ok(), label: server.name.clone() }
+    }
+}
+
+/// TLS to one server: the configuration and the name its certificate must carry.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    config: Arc<ClientConfig>,
+    /// None if the address has no host a certificate can carry (refused at start; a failure
+    /// here, not a panic).
+    name: Option<ServerName<'static>>,
+    /// How logs name the server.
+    label: String,
+}
+
+impl Peer {
+    /// A new session: the handshake starts with the first records written.
+    pub fn session(&self) -> Result<ClientConnection, Failure> {
+        let Some(name) = self.name.clone() else {
+            self.log(&format!("TLS: `{}` has no host name a certificate can carry", self.label));
+            return Err(Failure::Tls);
+        };
+        ClientConnection::new(Arc::clone(&self.config), name).map_err(|e| self.failed(&e))
+    }
+
+    /// A TLS failure: logged (rate-limited), and [`Failure::Tls`].
+    pub fn failed(&self, error: &rustls::Error) -> Failure {
+        // What a plain memcached's answer to a ClientHello (`ERROR`) looks like as a record.
+        let hint = match error {
+            rustls::Error::InvalidMessage(_) => " (the server does not speak TLS?)",
+            _ => "",
+        };
+        self.log(&format!("TLS failed: {error}{hint}"));
+        Failure::Tls
+    }
+
+    /// A failure on a TLS connection while `handshaking` or after: the reason is logged when it is
+    /// the TLS session's (inside the I/O error), or when the handshake did not finish.
+    pub fn io_failed(&self, error: &io::Error, handshaking: bool) -> Failure {
+        if let Some(tls) = error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            return self.failed(tls);
+        }
+        let failure = Failure::from_io(error);
+        if handshaking {
+            self.unfinished(failure);
+        }
+        failure
+    }
+
+    /// The handshake did not finish (`failure`: a timeout, the server closed the connection).
+    pub fn unfinished(&self, failure: Failure) {
+        self.log(&format!("TLS handshake did not finish: {failure}"));
+    }
+
+    fn log(&self, what: &str) {
+        static LOG: OncePerSecond = OncePerSecond::new();
+        let Some(others) = LOG.admit() else { return };
+        let others = if others > 0 { format!(" ({others} more since the last line)") } else { String::new() };
+        eprintln!("memrelay: server {}: {what}{others}", self.label);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_is_the_host_part_of_the_address() {
+        assert_eq!(server_name("localhost:11211").unwrap(), ServerName::try_from("localhost").unwrap());
+        assert_eq!(server_name("127.0.0.1:11211").unwrap(), ServerName::try_from("127.0.0.1").unwrap());
+        assert!(matches!(server_name("[::1]:11211").unwrap(), ServerName::IpAddress(_)));
+        assert!(matches!(server_name("cache-1.example:1").unwrap(), ServerName::DnsName(_)));
+        assert!(server_name("bad host!:1").is_err());
+    }
+}
