@@ -59,7 +59,7 @@ bench: build
 # New finds land in fuzz/corpus (not kept); copy the ones worth keeping into fuzz/seeds, which
 # `make test` replays on stable Rust.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := crates/protocol:parse_request crates/protocol:parse_reply crates/memrelay:client_stream crates/memrelay:access_rules
+FUZZ_TARGETS := crates/protocol:parse_request crates/protocol:parse_reply crates/memrelay:client_stream crates/memrelay:access_rules crates/memrelay:client_certificate
 fuzz:
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@command -v cargo-fuzz >/dev/null || cargo +nightly install cargo-fuzz

@@ -222,6 +222,17 @@ pub fn access_rules(data: &[u8]) {
     }
 }
 
+/// The identity a client certificate names, over arbitrary bytes as its DER: no panic, and a
+/// name only in the form an access rule's identity takes (one word, 1 to 250 bytes). (A
+/// certificate reaches this only after rustls verified its chain; the parser must hold anyway.)
+pub fn client_certificate(data: &[u8]) {
+    let data = &data[..data.len().min(MAX_INPUT)];
+    if let Some(name) = crate::client::tls::certificate_identity(data) {
+        assert!(!name.is_empty() && name.len() <= 250, "identity of {} bytes", name.len());
+        assert!(!name.contains(|c: char| c == ' ' || c.is_control()), "identity {name:?} is not one word");
+    }
+}
+
 /// The parts of a fuzz input, separated by a line `--`.
 fn split_parts(data: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut rest = Some(data);

@@ -52,7 +52,7 @@ mod upstream_tls;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use client::tls::{server_config as client_tls_config, TlsSettings};
+pub use client::tls::{certificate_identity, server_config as client_tls_config, TlsSettings};
 pub use measure::https::{server_config as metrics_tls_config, MetricsTls};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::Settings;

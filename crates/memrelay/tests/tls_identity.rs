@@ -231,3 +231,31 @@ fn client_certificate_options_are_checked_at_start() {
     let (status, said) = run(&[&tls[..], &["--tls-client-ca", ca, "--access", r#"{ identity = "x" }"#]].concat());
     assert!(status.success(), "{said}");
 }
+
+/// The fuzz target's seeds (real certificates) name what they should, and replay without a
+/// panic; arbitrary bytes and the seeds with bytes flipped go through the same checks.
+#[test]
+fn client_certificate_fuzz_seeds_replay_and_name_their_identities() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/client_certificate");
+    let seed = |name: &str| std::fs::read(root.join(name)).unwrap();
+    assert_eq!(memrelay::certificate_identity(&seed("cn-tenant-a.der")).as_deref(), Some("tenant-a"));
+    // No common name: the first DNS name of the subject alternative names.
+    assert_eq!(memrelay::certificate_identity(&seed("san-only-ops.der")).as_deref(), Some("ops.example"));
+    // A name no rule could name is no identity.
+    assert_eq!(memrelay::certificate_identity(&seed("cn-two-words.der")), None);
+    let mut seeds = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        memrelay::fuzzing::client_certificate(&bytes);
+        seeds.push(bytes);
+    }
+    // Each seed with bytes flipped, one position at a time (every 3rd byte), and truncated.
+    for seed in &seeds {
+        for at in (0..seed.len()).step_by(3) {
+            let mut flipped = seed.clone();
+            flipped[at] ^= 0x5a;
+            memrelay::fuzzing::client_certificate(&flipped);
+            memrelay::fuzzing::client_certificate(&seed[..at]);
+        }
+    }
+}
