@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import peers  # noqa: E402
+from benchlib import peers, workcheck  # noqa: E402
 from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +144,7 @@ def main() -> int:
                         if attacker is not None:
                             attacker.kill()
                             attacker.wait()
-            denied = stat(plain, "access_denied_tls_handshake")
+            denied = int(workcheck.stats(plain)["access_denied_tls_handshake"])
     finally:
         procs.stop_all()
     summary = {kind: {"p99_us": statistics.median(r["p99_us"] for r in rs),
@@ -173,23 +173,6 @@ def wait_for_line(log: Path, line: str, proc: subprocess.Popen, timeout: float =
             raise RuntimeError(f"the attacker exited: {log.read_text()}")
         time.sleep(0.05)
     raise RuntimeError(f"the attacker did not get ready in {timeout:g} s")
-
-
-def stat(port: int, name: str) -> int:
-    import socket
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(b"stats\r\n")
-        data = b""
-        while not data.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    for line in data.decode().splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] == name:
-            return int(parts[2])
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,18 +20,23 @@ TOLERANCE = 0.02
 MIN_SHARE = 0.15
 
 
-def server_counters(port: int) -> dict[str, int]:
-    """cmd_set and cmd_get of the memcached on 127.0.0.1:port."""
+def stats(port: int) -> dict[str, str]:
+    """Every `stats` line of the memcached (or memrelay) on 127.0.0.1:port, by name."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(b"stats\r\n")
         data = b""
         while not data.endswith(b"END\r\n"):
             chunk = s.recv(65536)
             if not chunk:
-                raise RuntimeError(f"memcached on {port} closed during stats")
+                raise RuntimeError(f"the server on {port} closed during stats")
             data += chunk
-    stats = dict(line.split(" ")[1:3] for line in data.decode().splitlines() if line.startswith("STAT "))
-    return {"cmd_set": int(stats["cmd_set"]), "cmd_get": int(stats["cmd_get"])}
+    return dict(line.split(" ")[1:3] for line in data.decode().splitlines() if line.startswith("STAT "))
+
+
+def server_counters(port: int) -> dict[str, int]:
+    """cmd_set and cmd_get of the memcached on 127.0.0.1:port."""
+    counters = stats(port)
+    return {"cmd_set": int(counters["cmd_set"]), "cmd_get": int(counters["cmd_get"])}
 
 
 def deltas(before: list[dict[str, int]], after: list[dict[str, int]]) -> list[dict[str, int]]:

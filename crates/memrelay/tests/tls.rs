@@ -12,18 +12,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::certs::{read_until, rustls_client};
+use common::certs::{read_until, rustls_client, start_tls_relay};
 use common::*;
 
 /// memrelay with a plain and a TLS listener; returns it and the TLS port.
 fn start_tls(dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
     let (cert, key) = make_certificate(dir);
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut args =
-        vec!["--tls-listen", &listen, "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    (Memrelay::start("evented", servers, &args), port)
+    start_tls_relay(&cert, &key, servers, extra)
 }
 
 /// Sends `input` through `openssl s_client` (verifying memrelay's certificate against it) and

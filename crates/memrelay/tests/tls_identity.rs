@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use common::certs::{read_until, rustls_connect};
+use common::certs::{read_until, rustls_connect, start_tls_relay};
 use common::*;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -22,12 +22,7 @@ type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 /// memrelay with a TLS listener whose certificate `ca` issued into `dir`, and `extra` options.
 fn start(ca: &Ca, dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
     let Issued { cert, key } = ca.issue(dir, "localhost", "DNS:localhost,IP:127.0.0.1");
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut args =
-        vec!["--tls-listen", &listen, "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    (Memrelay::start("evented", servers, &args), port)
+    start_tls_relay(&cert, &key, servers, extra)
 }
 
 /// A rustls client trusting `ca`, presenting `identity` if given, after one round trip: TLS 1.3

@@ -6,7 +6,20 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memrelay_testkit::{show, Issued};
+use memrelay_testkit::{free_port, show, Issued, Memcached};
+
+use super::Memrelay;
+
+/// memrelay (evented) with its plain listener and a TLS one (`cert`, `key`), and `extra`
+/// options; returns it and the TLS port.
+pub fn start_tls_relay(cert: &Path, key: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut args =
+        vec!["--tls-listen", &listen, "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    (Memrelay::start("evented", servers, &args), port)
+}
 
 /// A rustls client connection to `127.0.0.1:port` whose certificate must carry `name` and chain
 /// to `ca`; it presents `identity` when given.
