@@ -47,6 +47,7 @@ pub mod servers;
 pub mod settings;
 mod signals;
 mod startup;
+mod tls_files;
 mod upstream_tls;
 
 use std::sync::atomic::AtomicBool;

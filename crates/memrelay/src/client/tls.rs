@@ -18,17 +18,16 @@
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig, ServerConnection};
+use rustls::{ServerConfig, ServerConnection};
 
 use super::io::{ClientIo, ReadLimit};
+use crate::tls_files;
 
 /// `--tls-listen`, `--tls-cert`, `--tls-key`, `--tls-min-version`, `--tls-client-ca`,
 /// `--tls-client-auth`, `--tls-handshake-timeout`.
@@ -51,26 +50,15 @@ pub struct TlsSettings {
 
 /// The rustls configuration `settings` describe (the error names the file and the problem).
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
-    let (certs, key) = load_certified_key(&settings.cert, &settings.key, "--tls-cert", "--tls-key")?;
-    let versions: &[&rustls::SupportedProtocolVersion] = match settings.min_version {
-        13 => &[&rustls::version::TLS13],
-        _ => &[&rustls::version::TLS13, &rustls::version::TLS12],
-    };
+    let (certs, key) = tls_files::certified_key(&settings.cert, &settings.key, "--tls-cert", "--tls-key")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(versions)
+        .with_protocol_versions(tls_files::versions(settings.min_version))
         .map_err(|e| format!("TLS versions: {e}"))?;
     let builder = match &settings.client_ca {
         None => builder.with_no_client_auth(),
         Some(ca) => {
-            let mut roots = RootCertStore::empty();
-            let cas = CertificateDer::pem_file_iter(ca)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
-            let (added, _) = roots.add_parsable_certificates(cas);
-            if added == 0 {
-                return Err(format!("--tls-client-ca {}: no CA certificate in it", ca.display()));
-            }
+            let roots = tls_files::roots(ca, "--tls-client-ca")?;
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             let verifier = if settings.client_cert_optional { verifier.allow_unauthenticated() } else { verifier };
             builder.with_client_cert_verifier(
@@ -127,24 +115,6 @@ pub fn certificate_identity(der: &[u8]) -> Option<String> {
     common_name
         .or_else(alternative)
         .filter(|name| !name.is_empty() && name.len() <= 250 && !name.contains(|c: char| c == ' ' || c.is_control()))
-}
-
-/// A PEM certificate chain (leaf first) and its private key (PKCS#8, PKCS#1 or SEC1); the
-/// error names the option and the file.
-pub(crate) fn load_certified_key(
-    cert: &Path,
-    key: &Path,
-    cert_option: &str,
-    key_option: &str,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|certs| certs.collect::<Result<_, _>>())
-        .map_err(|e| format!("{cert_option} {}: {e}", cert.display()))?;
-    if certs.is_empty() {
-        return Err(format!("{cert_option} {}: no certificate in it", cert.display()));
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{key_option} {}: {e}", key.display()))?;
-    Ok((certs, key))
 }
 
 /// One client's TLS state.

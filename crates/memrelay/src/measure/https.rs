@@ -38,8 +38,7 @@ pub struct MetricsTls {
 
 /// The rustls configuration (the error names the option and the file).
 pub fn server_config(tls: &MetricsTls) -> Result<Arc<ServerConfig>, String> {
-    let (certs, key) =
-        crate::client::tls::load_certified_key(&tls.cert, &tls.key, "--metrics-tls-cert", "--metrics-tls-key")?;
+    let (certs, key) = crate::tls_files::certified_key(&tls.cert, &tls.key, "--metrics-tls-cert", "--metrics-tls-key")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -19,13 +19,13 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection};
 
 use crate::log_limit::OncePerSecond;
 use crate::relay::failure::Failure;
 use crate::settings::Endpoint;
+use crate::tls_files;
 
 /// `--server-tls-ca`, `--server-tls-cert`, `--server-tls-key`, `--server-tls-min-version`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,37 +43,16 @@ pub struct ServerTlsSettings {
 /// The rustls configuration `settings` describe (the error names the option, the file and the
 /// problem).
 pub fn client_config(settings: &ServerTlsSettings) -> Result<Arc<ClientConfig>, String> {
-    let ca = &settings.ca;
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(ca)
-        .and_then(|certs| certs.collect::<Result<_, _>>())
-        .map_err(|e| format!("--server-tls-ca {}: {e}", ca.display()))?;
-    if certs.is_empty() {
-        return Err(format!("--server-tls-ca {}: no certificate in it", ca.display()));
-    }
-    let mut roots = RootCertStore::empty();
-    for cert in certs {
-        roots.add(cert).map_err(|e| format!("--server-tls-ca {}: {e}", ca.display()))?;
-    }
-    let versions: &[&rustls::SupportedProtocolVersion] = match settings.min_version {
-        13 => &[&rustls::version::TLS13],
-        _ => &[&rustls::version::TLS13, &rustls::version::TLS12],
-    };
+    let roots = tls_files::roots(&settings.ca, "--server-tls-ca")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions)
+        .with_protocol_versions(tls_files::versions(settings.min_version))
         .map_err(|e| format!("--server-tls-min-version: {e}"))?
         .with_root_certificates(roots);
     let mut config = match (&settings.cert, &settings.key) {
         (None, None) => builder.with_no_client_auth(),
         (Some(cert), Some(key)) => {
-            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-                .and_then(|certs| certs.collect::<Result<_, _>>())
-                .map_err(|e| format!("--server-tls-cert {}: {e}", cert.display()))?;
-            if chain.is_empty() {
-                return Err(format!("--server-tls-cert {}: no certificate in it", cert.display()));
-            }
-            let key_der =
-                PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--server-tls-key {}: {e}", key.display()))?;
+            let (chain, key_der) = tls_files::certified_key(cert, key, "--server-tls-cert", "--server-tls-key")?;
             builder.with_client_auth_cert(chain, key_der).map_err(|e| {
                 format!("--server-tls-cert {} / --server-tls-key {}: {e}", cert.display(), key.display())
             })?
