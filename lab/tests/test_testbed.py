@@ -199,6 +199,9 @@ def test_the_shaped_link_bounds_throughput_and_the_model_predicts_it(shaped_run)
     predicted = model.iloc[1]
     assert predicted["bottleneck"] == "link from s1" and predicted["asymptotic_bottleneck"] == "link from s1"
     measured = saturated["throughput"]
+    print(f"shaped link {RATE_MBIT} Mbit/s: {bytes_from:.0f} B/request from s1, bound {bound:,.0f}/s, "
+          f"measured {measured:,.0f}/s, predicted {predicted['throughput_predicted']:,.0f}/s "
+          f"(bottleneck {predicted['bottleneck']})")
     assert abs(predicted["throughput_predicted"] - measured) <= 0.10 * measured, (predicted["throughput_predicted"],
                                                                                  measured)
 
