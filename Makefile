@@ -21,7 +21,7 @@ demo: build
 # The report test opens report.html in a real headless browser: tests install Debian's chromium.
 test test-lab: export WITH_CHROMIUM := 1
 test: build lint
-	$(CARGO) test --release --workspace
+	$(CARGO) test --profile release-tests --workspace
 	$(MAKE) --no-print-directory test-lab
 	$(MAKE) --no-print-directory test-clients
 	$(MAKE) --no-print-directory test-bench
@@ -32,7 +32,7 @@ lint:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 test-rust: build
-	$(CARGO) test --release --workspace
+	$(CARGO) test --profile release-tests --workspace
 
 test-lab: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q -rs --durations=12
