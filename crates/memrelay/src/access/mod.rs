@@ -291,10 +291,7 @@ impl Guard {
             Login::Wait => LoginStep::Wait,
             Login::Close => LoginStep::Close,
             Login::Answer { reply: login::Reply::Stored, consumed, user: Some(user) } => {
-                let user: Arc<str> = String::from_utf8_lossy(user).into();
-                LOGINS.fetch_add(1, Ordering::Relaxed);
-                self.rule = self.policy.rules.for_identity(Some(user.as_bytes())).clone();
-                self.user = Some(user);
+                self.log_in(String::from_utf8_lossy(user).into());
                 LoginStep::Answer { reply: ErrorReply::Line(login::STORED), consumed }
             }
             Login::Answer { reply, consumed, .. } => {
@@ -314,9 +311,14 @@ impl Guard {
     /// The connection's TLS client certificate named `identity`: it is logged in as that
     /// identity, as after a login (no ASCII login is asked of it).
     pub fn certified(&mut self, identity: Arc<str>) {
+        self.log_in(identity);
+    }
+
+    /// The connection is `user` from now on, under its rule; counted as a login.
+    fn log_in(&mut self, user: Arc<str>) {
         LOGINS.fetch_add(1, Ordering::Relaxed);
-        self.rule = self.policy.rules.for_identity(Some(identity.as_bytes())).clone();
-        self.user = Some(identity);
+        self.rule = self.policy.rules.for_identity(Some(user.as_bytes())).clone();
+        self.user = Some(user);
     }
 
     /// The access check of a parsed request ([`check::check`]); a refusal is counted and logged.

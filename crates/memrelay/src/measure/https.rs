@@ -12,7 +12,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus_client::registry::Registry;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
@@ -22,7 +22,8 @@ use crate::access::Access;
 
 /// Scrapes served at once; connections beyond are closed at once.
 pub(crate) const MAX_CONNECTIONS: usize = 8;
-/// Longest wait for one read or write of a scrape (the handshake's too).
+/// Longest wait for one read or write of a scrape (the handshake's too), and for the whole
+/// request head: a client sending a byte every few seconds does not keep a slot for long.
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest request head read (request line and headers).
 const MAX_HEAD: usize = 16 * 1024;
@@ -119,11 +120,16 @@ fn scrape(
     respond(&mut tls, answer.status, &answer.body, answer.kind)
 }
 
-/// Reads until the end of the request head (`\r\n\r\n`), at most [`MAX_HEAD`] bytes.
+/// Reads until the end of the request head (`\r\n\r\n`), at most [`MAX_HEAD`] bytes, within
+/// [`IO_TIMEOUT`] in all (plus the one read under way when it runs out).
 fn read_head(stream: &mut impl Read) -> io::Result<Vec<u8>> {
+    let deadline = Instant::now() + IO_TIMEOUT;
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
+        if Instant::now() > deadline {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
