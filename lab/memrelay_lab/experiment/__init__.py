@@ -6,7 +6,7 @@ from ._expand import Configuration, Instance, Run, expand, placement, plan
 from ._hosts import Host, HostError, LocalHost, ProcessHandle
 from ._ssh import SSHHost
 from ._topology import HostSpec, TestbedUnavailable, Topology
-from ._processes import REPO, Binaries, BinaryNotFound, find_binaries
+from ._binaries import REPO, Binaries, BinaryNotFound, find_binaries
 from ._runner import ExperimentSummary, Interrupted, ResultsExist, default_out_dir, run_experiment
 from ._spec import (
     PARAMETERS,

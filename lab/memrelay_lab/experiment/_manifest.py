@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._expand import Configuration, Run
-from ._processes import REPO
+from ._binaries import REPO
 from ._spec import Experiment
 
 __all__ = [

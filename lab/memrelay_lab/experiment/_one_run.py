@@ -40,8 +40,8 @@ from ._hosts import Host, HostError, ProcessHandle
 from ._roles import RoleHosts
 from ._ssh import SSHHost
 from ._start_time import on_host_clock, start_margin
+from ._binaries import Binaries
 from ._processes import (
-    Binaries,
     ProcessFailed,
     bench_command,
     log_tail,

@@ -14,7 +14,8 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from ._processes import Binaries, program_versions
+from ._binaries import Binaries
+from ._processes import program_versions
 from ._roles import RoleHosts
 from ._ssh import HostError, SSHHost
 from ._topology import HostSpec, Topology

@@ -1,34 +1,26 @@
 """The three programs a run drives: memcached, memrelay and memrelay-bench.
 
-This module knows their command lines, where their binaries are, how to tell one is ready
-(it accepts TCP connections), how to read a memcached server's ``stats``, and their
-versions. It starts nothing itself except through a :class:`~memrelay_lab._hosts.Host`.
-
-Binaries: ``memrelay`` and ``memrelay-bench`` are looked up in ``$MEMRELAY_BIN_DIR`` (the
-Makefile sets it to target/release), then ``<repo>/target/release``, then ``$PATH``;
-``memcached`` on ``$PATH``. A missing one is a :class:`BinaryNotFound` whose message says how
-to build or install it.
+This module knows their command lines, how to tell one is ready (it accepts TCP
+connections), how to read a memcached server's ``stats``, and their versions. Where their
+binaries are is :mod:`._binaries`. It starts nothing itself except through a
+:class:`~memrelay_lab._hosts.Host`.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from ._binaries import Binaries
 from ._expand import Configuration
 from ._hosts import Host, ProcessHandle
 
 __all__ = [
-    "Binaries",
-    "BinaryNotFound",
     "ProcessFailed",
     "bench_command",
-    "find_binaries",
     "log_tail",
     "memcached_command",
     "memrelay_command",
@@ -38,50 +30,12 @@ __all__ = [
     "wait_until_listening",
 ]
 
-REPO = Path(__file__).resolve().parents[3]
 KEY_PREFIX = "memtier-"
 KEY_MINIMUM = 1
 
 
-class BinaryNotFound(RuntimeError):
-    """A program the lab needs is not built or not installed."""
-
-
 class ProcessFailed(RuntimeError):
     """A process of a run died, never became ready, or reported a failure."""
-
-
-@dataclass(frozen=True)
-class Binaries:
-    memcached: str
-    memrelay: str
-    bench: str
-
-
-def find_binaries(bin_dir: str | Path | None = None) -> Binaries:
-    """Locate memcached, memrelay and memrelay-bench (module docstring), or raise BinaryNotFound."""
-    directories = []
-    if bin_dir:
-        directories.append(Path(bin_dir))
-    if os.environ.get("MEMRELAY_BIN_DIR"):
-        directories.append(Path(os.environ["MEMRELAY_BIN_DIR"]))
-    directories.append(REPO / "target" / "release")
-
-    def ours(name: str) -> str:
-        for directory in directories:
-            candidate = directory / name
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
-        found = shutil.which(name)
-        if found:
-            return found
-        where = ", ".join(str(d) for d in directories)
-        raise BinaryNotFound(f"{name} not found (looked in {where} and PATH); build it with `make build`")
-
-    memcached = shutil.which("memcached")
-    if not memcached:
-        raise BinaryNotFound("memcached not found on PATH; install it with `make deps` (or apt-get install memcached)")
-    return Binaries(memcached=memcached, memrelay=ours("memrelay"), bench=ours("memrelay-bench"))
 
 
 def memcached_command(binary: str, address: str, port: int, memory_mb: int, threads: int,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._hosts import Host, LocalHost
-from ._processes import Binaries
+from ._binaries import Binaries
 
 __all__ = ["RoleHosts"]
 

@@ -50,7 +50,8 @@ from ._manifest import (
 )
 from ._one_run import OneRun, RunFailed, execute_run
 from ._preflight import connect_hosts
-from ._processes import Binaries, find_binaries, program_versions
+from ._binaries import Binaries, find_binaries
+from ._processes import program_versions
 from ._progress import Progress, duration
 from ._roles import RoleHosts
 from ._signals import Interrupted, SignalGuard, nothing

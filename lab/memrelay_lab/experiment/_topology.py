@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._binaries import find_binaries
+
 __all__ = [
     "ROLES",
     "HostSpec",
@@ -204,8 +206,6 @@ def testbed_hosts(bin_dir: str | None = None, memcached: str | None = None) -> d
 
     The namespaces share this machine's files: the hosts run this build's binaries in place.
     """
-    from ._processes import find_binaries  # here: _processes imports the Host interface
-
     path = testbed_state_path()
     try:
         state = json.loads(path.read_text())
