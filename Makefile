@@ -4,7 +4,7 @@ CARGO ?= cargo
 VENV := lab/.venv
 LAB := $(VENV)/bin/memrelay-lab
 
-.PHONY: all deps build demo test test-rust test-lab test-clients test-bench lint bench fuzz clean
+.PHONY: all deps build demo test test-rust test-lab test-clients test-bench lint bench fuzz docs clean
 
 all: build
 
@@ -69,6 +69,11 @@ fuzz:
 	  mkdir -p $$crate/fuzz/corpus/$$target; \
 	  (cd $$crate && cargo +nightly fuzz run $$target fuzz/corpus/$$target fuzz/seeds/$$target -- -max_total_time=$(FUZZ_SECONDS)); \
 	done
+
+# The option reference (docs/reference/*-options.md) from the built binaries' --help; `make test`
+# fails while it differs from them (tests/python/test_docs.py).
+docs: build
+	python3 scripts/gen_option_docs.py --bin-dir $(CURDIR)/target/release
 
 clean:
 	$(CARGO) clean
