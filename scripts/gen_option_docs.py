@@ -210,7 +210,8 @@ def render(program: str, help_text: str) -> str:
             name = _code(f"{opt.flags} {opt.value}".strip())
             meaning = " ".join(opt.text)
             if opt.possible:
-                values = "Values: " + "; ".join(opt.possible) + "."
+                described = any(": " in v for v in opt.possible)
+                values = "Values: " + ("; " if described else ", ").join(opt.possible) + "."
                 meaning = f"{meaning}{'' if meaning.endswith('.') else '.'} {values}" if meaning else values
             if opt.aliases:
                 meaning += f" Also: {_code(opt.aliases)}."
