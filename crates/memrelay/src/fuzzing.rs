@@ -1,7 +1,8 @@
 //! Entry points for fuzzing and property tests: the client-side state machine and the forwarding
 //! path over arbitrary bytes, with no sockets. A client's byte stream arrives in chunks, goes
 //! through the same [`Framing`] both engines use, is routed over three servers, and every request
-//! bound for a server is composed exactly as the engines compose it.
+//! bound for a server is started on the same per-request policy ([`crate::relay::exchange`]) and
+//! composed exactly as the engines compose it.
 //!
 //! [`client_stream`] checks the invariants itself (no panic, no hang, every composed request
 //! parses back as what was parsed, nothing consumed twice); [`forwarded`] returns what would be
@@ -10,9 +11,9 @@
 use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 
 use crate::client::{Framing, Next};
-use crate::relay::rewrite::{Outgoing, Stage};
+use crate::relay::exchange::{Exchange, Servers, Step};
 use crate::routing::ketama::KeyHash;
-use crate::routing::{Plan, RouteBuf, Router};
+use crate::routing::{Plan, Router};
 use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
 
 /// Most bytes one input may make memrelay look at (keeps a fuzz case fast).
@@ -110,7 +111,7 @@ fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
     let router = router(mode);
     let limits = Limits::default();
     let mut framing = Framing::default();
-    let mut route = RouteBuf::default();
+    let mut exchange = Exchange::default();
     let mut buffer: Vec<u8> = Vec::new();
     let mut composed = Vec::new();
     for piece in data.chunks(chunk) {
@@ -125,31 +126,40 @@ fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
                 Next::Request(request) => request,
             };
             let input: Vec<u8> = buffer.drain(..request.consumed).collect();
-            let plan = router.route(&request, &input, 0, &mut route);
-            if plan == Plan::Local {
+            let now = std::time::Instant::now();
+            let policy = (false, std::time::Duration::ZERO);
+            let Step::Send { from, .. } = exchange.start(&request, &input, 0, &router, policy, &AllUp, now) else {
                 continue;
-            }
-            let targets: Vec<usize> = match plan {
-                Plan::Forward(server) => vec![server],
-                _ => route.targets.clone(),
             };
-            let outgoing = Outgoing {
-                request: &request,
-                input: &input,
-                plan,
-                stage: Stage::Request,
-                key_owner: &route.key_owner,
-                touches: &route.touches,
-            };
-            for &target in &targets {
+            let outgoing = exchange.outgoing(&request, &input);
+            for &target in &exchange.targets()[from..] {
                 composed.clear();
                 outgoing.compose_for(target, &mut composed);
-                if plan != Plan::Split {
+                if exchange.plan() != Plan::Split {
                     sent(&composed, &request, &input);
                 }
             }
         }
     }
+}
+
+/// Every server up, none cold or being repaired.
+struct AllUp;
+
+impl Servers for AllUp {
+    fn is_down(&self, _: usize) -> bool {
+        false
+    }
+
+    fn is_cold(&self, _: usize) -> bool {
+        false
+    }
+
+    fn is_repairing(&self, _: usize) -> bool {
+        false
+    }
+
+    fn missed(&self, _: usize, _: &[u8]) {}
 }
 
 /// Three servers; `mode` picks all-servers, sharded, or ketama with two replicas.

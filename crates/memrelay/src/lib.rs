@@ -48,6 +48,7 @@ pub mod settings;
 mod signals;
 mod startup;
 mod tls_files;
+mod upstream;
 mod upstream_tls;
 
 use std::sync::atomic::AtomicBool;

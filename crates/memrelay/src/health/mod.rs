@@ -188,6 +188,25 @@ impl Health {
     }
 }
 
+/// The per-request policy ([`crate::relay::exchange`]) reads the servers' state here.
+impl crate::relay::exchange::Servers for Health {
+    fn is_down(&self, server: usize) -> bool {
+        Health::is_down(self, server)
+    }
+
+    fn is_cold(&self, server: usize) -> bool {
+        Health::is_cold(self, server)
+    }
+
+    fn is_repairing(&self, server: usize) -> bool {
+        self.repair.is_repairing(server)
+    }
+
+    fn missed(&self, server: usize, key: &[u8]) {
+        self.repair.missed(server, key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

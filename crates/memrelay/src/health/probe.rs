@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::Health;
 use crate::generation::Current;
 use crate::servers::{Registry, MAX_SERVER_IDS};
+use crate::upstream::backoff::Backoff;
 use crate::upstream_tls::blocking;
 use crate::upstream_tls::ServerTls;
 
@@ -43,10 +44,9 @@ pub(crate) fn run(
 ) {
     let dial = |server: usize| Dial::to(&registry, tls.as_deref(), server);
     let settings = health.settings();
-    // Per server id: when it was seen down, the next probe, the current backoff.
+    // Per server id: when it was seen down, and when to probe it next.
     let mut seen_down: Vec<Option<Instant>> = vec![None; MAX_SERVER_IDS];
-    let mut next_probe = vec![Instant::now(); MAX_SERVER_IDS];
-    let mut backoff = vec![settings.probe_first; MAX_SERVER_IDS];
+    let mut backoff = vec![Backoff::new((settings.probe_first, settings.probe_max)); MAX_SERVER_IDS];
     // Per server id: the (pid, uptime) last seen, and when to look again.
     let mut identity: Vec<Option<(u64, u64)>> = vec![None; MAX_SERVER_IDS];
     let mut next_check = Instant::now();
@@ -70,11 +70,12 @@ pub(crate) fn run(
                 continue;
             }
             let since = *seen_down[server].get_or_insert_with(|| {
-                next_probe[server] = now + settings.probe_first;
-                backoff[server] = settings.probe_first;
+                // Seen down is the first failure: the first probe waits `probe_first`.
+                backoff[server].succeeded();
+                backoff[server].failed(now);
                 now
             });
-            if now < next_probe[server] {
+            if backoff[server].waiting(now) {
                 continue;
             }
             let to = dial(server);
@@ -87,8 +88,7 @@ pub(crate) fn run(
                 health.probe_answered(server, since.elapsed());
                 seen_down[server] = None;
             } else {
-                backoff[server] = (backoff[server] * 2).min(settings.probe_max);
-                next_probe[server] = Instant::now() + backoff[server];
+                backoff[server].failed(Instant::now());
             }
         }
         // Sleep until the next probe or check is due (at most a tick).
@@ -96,7 +96,7 @@ pub(crate) fn run(
         let mut wake = (now + TICK).min(next_check);
         for &server in servers {
             if seen_down[server].is_some() {
-                wake = wake.min(next_probe[server]);
+                wake = wake.min(backoff[server].retry_at().unwrap_or(now));
             }
         }
         drop(generation);

@@ -3,6 +3,7 @@
 //! is built from the targets' answers ([`reply`]), and which replica a failed read tries next
 //! ([`failover_target`]). Pure functions: the engines only schedule the exchanges.
 
+pub(crate) mod exchange;
 pub(crate) mod failure;
 pub(crate) mod reply;
 pub(crate) mod rewrite;

@@ -95,7 +95,8 @@ impl Outgoing<'_> {
                 compose::keyed(out, Command::Touch, key, Some(request.exptime), false);
                 return;
             }
-            Command::MetaGet => b"bT",
+            // The touch, and the autovivify that creates a missing item there too.
+            Command::MetaGet => b"bTN",
             Command::MetaSet => b"bFTM",
             Command::MetaDelete => b"bIT",
             Command::MetaArithmetic => b"bNJDTM",

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use memrelay_protocol::{compose, Command, Reply, Request, Status};
 
-use crate::health::Health;
+use super::exchange::Servers;
 use crate::routing::{Plan, Router};
 
 /// Write-backs a thread may start per second (a token bucket of one second's worth).
@@ -30,13 +30,13 @@ pub(crate) fn missed(reply: &Reply) -> bool {
 /// cold itself. `scratch` is reused.
 pub(crate) fn replica(
     router: &Router,
-    health: &Health,
+    servers: &impl Servers,
     key: &[u8],
     cold: usize,
     scratch: &mut Vec<usize>,
 ) -> Option<usize> {
     router.replicas(key, scratch);
-    scratch.iter().copied().find(|&s| s != cold && !health.is_down(s) && !health.is_cold(s))
+    scratch.iter().copied().find(|&s| s != cold && !servers.is_down(s) && !servers.is_cold(s))
 }
 
 /// `mg <key> v f t\r\n`

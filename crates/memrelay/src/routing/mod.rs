@@ -207,7 +207,9 @@ impl Router {
             Command::MetaGet => {
                 let meta = &request.meta;
                 let key = key();
-                if meta.touch {
+                if meta.touch || meta.vivify {
+                    // A touch, or an item a miss creates (`N`), must reach every replica: the
+                    // primary answers, the copies follow (`relay::rewrite`).
                     self.write_targets(&key, &mut out.targets);
                     lead_with_unrepaired(&mut out.targets, repairing);
                     Self::primary_first(out)

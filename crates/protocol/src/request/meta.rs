@@ -34,6 +34,8 @@ pub struct Meta {
     pub touch: bool,
     /// `N`/`R` on `mg`: win-token (recache) coordination, meaningful on one server only.
     pub recache: bool,
+    /// `N<ttl>` (`mg`, `ma`): a miss creates the item (autovivify), so the request writes.
+    pub vivify: bool,
     /// The `M` mode character, 0 if none.
     pub mode: u8,
 }
@@ -163,7 +165,8 @@ pub(super) fn parse<'a>(
             b'C' => meta.compare_cas = true,
             b'c' => meta.return_cas = true,
             b'T' => meta.touch = true,
-            b'N' | b'R' => meta.recache = true,
+            b'N' => (meta.recache, meta.vivify) = (true, true),
+            b'R' => meta.recache = true,
             b'M' => meta.mode = token.get(1).copied().unwrap_or(0),
             _ => {}
         }

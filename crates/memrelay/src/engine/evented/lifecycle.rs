@@ -1,21 +1,20 @@
-//! A request's way through an event loop: parsed, routed, sent to its targets (batched per server
-//! connection), retried on another replica or copied (cas) when the rules say so, finished by the
-//! shared reply rules, and delivered to its client in request order.
+//! A request's way through an event loop: parsed, started on its [`Exchange`] (the shared
+//! per-request policy), each round's targets sent (batched per server connection), the policy
+//! asked what follows when a round's last answer arrives, and the reply delivered to its client
+//! in request order.
+//!
+//! [`Exchange`]: crate::relay::exchange::Exchange
 
 use std::time::Instant;
 
 use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 
-use super::requests::TargetResult;
+use super::requests::{answers, TargetResult};
 use super::thread::EventLoop;
 use super::upstream::{Outstanding, Upstream};
 use crate::measure::metrics::{kind_of, Outcome, Timestamps};
+use crate::relay::exchange::Step;
 use crate::relay::failure::Failure;
-use crate::relay::next_failover;
-use crate::relay::reply::primary_took;
-use crate::relay::rewrite::{Outgoing, Stage};
-use crate::relay::{warm, win};
-use crate::routing::{placement_key, Plan};
 
 impl EventLoop {
     pub(super) fn start_request(&mut self, slot: usize, request: Request) {
@@ -39,25 +38,13 @@ impl EventLoop {
         if request.command.is_read() {
             self.round_robin = self.round_robin.wrapping_add(1);
         }
-        let router = &self.config.router;
-        let repair = self.health.repair();
-        let plan = if router.repairs() {
-            router.route_avoiding(&request, &entry.input, rr, &mut self.route, &|s| repair.is_repairing(s))
-        } else {
-            router.route(&request, &entry.input, rr, &mut self.route)
-        };
-        entry.plan = plan;
-        entry.rr = rr;
-        entry.targets.clear();
-        entry.targets.extend_from_slice(&self.route.targets);
-        entry.key_owner.clear();
-        entry.key_owner.extend_from_slice(&self.route.key_owner);
-        entry.touches.clear();
-        entry.touches.extend_from_slice(&self.route.touches);
         let (noreply, quit) = (request.noreply, request.command == Command::Quit);
+        let config = &self.config;
+        let policy = (config.failover, config.server_timeout);
+        let step = entry.exchange.start(&request, &entry.input, rr, &config.router, policy, &*self.health, now);
         entry.request = Some(request);
-        match plan {
-            Plan::Local => {
+        match step {
+            Step::Local => {
                 let request = entry.request.as_ref().expect("set above");
                 if !noreply && !quit {
                     self.clients.local.answer(request, &entry.input, 0, &mut entry.reply);
@@ -67,54 +54,40 @@ impl EventLoop {
                 self.clients.sessions[slot].closing |= quit;
                 self.ready.push(slot);
             }
-            Plan::Forward(server) => {
-                entry.targets.clear();
-                entry.targets.push(server);
-                entry.first_target = server;
-                self.send_to_targets(index, now, 0);
+            Step::Send { from, deadline } => {
+                if entry.exchange.holds_back_later_requests() {
+                    // Until the copies are out the client's later requests wait, so none reads
+                    // a replica the copy has not reached.
+                    self.clients.sessions[slot].engine.barrier = Some(index);
+                }
+                self.send_to_targets(index, now, from, deadline);
             }
-            Plan::Replicate | Plan::Split => self.send_to_targets(index, now, 0),
-            Plan::PrimaryFirst => {
-                // The primary first; the copies follow once it took the request. Until then the
-                // client's later requests wait, so none reads a replica the copy has not reached.
-                entry.targets.truncate(1);
-                self.clients.sessions[slot].engine.barrier = Some(index);
-                self.send_to_targets(index, now, 0);
-            }
+            Step::Finish => unreachable!("a request starts by going somewhere"),
         }
         self.recorder.queue_length(now, self.upstreams.iter().map(Upstream::unsent).sum());
     }
 
     /// Queues the entry's request on its targets' connections from target `from` on (the ones
-    /// before have answered already).
-    pub(super) fn send_to_targets(&mut self, index: usize, now: Instant, from: usize) {
+    /// before have answered already), each through the policy's gate.
+    pub(super) fn send_to_targets(&mut self, index: usize, now: Instant, from: usize, deadline: Instant) {
         let entry = self.inflight.get_mut(index);
         entry.expect_targets(from);
         let generation = entry.generation;
-        for target in from..entry.targets.len() {
+        for target in from..entry.exchange.targets().len() {
             let entry = self.inflight.get(index);
             let request = entry.request.as_ref().expect("an in-flight entry carries a request");
-            let outgoing = Outgoing {
-                request,
-                input: &entry.input,
-                plan: entry.plan,
-                stage: entry.stage,
-                key_owner: &entry.key_owner,
-                touches: &entry.touches,
-            };
-            let server = entry.targets[target];
+            let outgoing = entry.exchange.outgoing(request, &entry.input);
+            let server = entry.exchange.targets()[target];
             let expect = outgoing.expect();
-            let repairing = request.command.is_keyed_write()
-                && self.health.repair().is_repairing(server)
-                && self.config.router.write_policy_of(request, &entry.input).repairs();
+            let gated = entry.exchange.gate(target, &*self.health);
             let upstream = &mut self.upstreams[server];
             self.recorder.server_request(server);
-            if repairing {
-                // The repair thread is the only writer there until it is up to date.
-                self.target_done(index, target, TargetResult::Failed(Failure::Repairing), &[]);
-            } else if self.health.is_down(server) {
-                self.recorder.server_failure(server);
-                self.target_done(index, target, TargetResult::Failed(Failure::Down), &[]);
+            if let Some(failure) = gated {
+                // Not sent: not the server's failure (a down server's is counted, as it was).
+                if failure == Failure::Down {
+                    self.recorder.server_failure(server);
+                }
+                self.target_done(index, target, TargetResult::Failed(failure), &[]);
             } else if upstream.available(self.poll.registry(), now) {
                 let target = target as u16;
                 let outstanding = Outstanding {
@@ -122,7 +95,7 @@ impl EventLoop {
                     generation,
                     target,
                     expect,
-                    deadline: now + self.config.server_timeout,
+                    deadline,
                     queued: now,
                 };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);
@@ -144,144 +117,29 @@ impl EventLoop {
         }
     }
 
-    /// Every target of entry `index` has answered: retry, copy (cas) or finish.
+    /// Every target of entry `index` has answered: the policy says what follows (another round,
+    /// or the reply).
     pub(super) fn targets_complete(&mut self, index: usize) {
         let entry = self.inflight.get_mut(index);
         let now = Instant::now();
         entry.times.last_reply = now;
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
-        let key = request.key(&entry.input);
-        // A split read with failover that a server answering keys failed: routed again, all of
-        // it, without the servers that failed (at most once per server).
-        if self.config.failover
-            && entry.plan == Plan::Split
-            && entry.stage == Stage::Request
-            && request.command.is_read()
-        {
-            let mut failed = false;
-            for (i, &server) in entry.targets.iter().enumerate() {
-                let answers_keys = entry.key_owner.contains(&server);
-                if matches!(entry.results[i], TargetResult::Failed(_))
-                    && answers_keys
-                    && !entry.avoided.contains(&server)
-                {
-                    entry.avoided.push(server);
-                    failed = true;
-                }
-            }
-            if failed {
-                let repair = self.health.repair();
-                let avoided = &entry.avoided;
-                let avoid = |s| repair.is_repairing(s) || avoided.contains(&s);
-                let plan = self.config.router.route_avoiding(request, &entry.input, entry.rr, &mut self.route, &avoid);
-                // Unless every server left for some key failed too (the route then names one).
-                let answering = match &plan {
-                    Plan::Forward(server) => std::slice::from_ref(server),
-                    _ => &self.route.key_owner[..],
-                };
-                if answering.iter().all(|s| !entry.avoided.contains(s)) {
-                    entry.plan = plan;
-                    entry.targets.clear();
-                    match plan {
-                        Plan::Forward(server) => {
-                            entry.targets.push(server);
-                            entry.first_target = server;
-                        }
-                        _ => entry.targets.extend_from_slice(&self.route.targets),
-                    }
-                    entry.key_owner.clear();
-                    entry.key_owner.extend_from_slice(&self.route.key_owner);
-                    entry.touches.clear();
-                    entry.touches.extend_from_slice(&self.route.touches);
-                    return self.send_to_targets(index, now, 0);
-                }
-            }
+        let answer = answers(&entry.results, &entry.bodies);
+        let router = &self.config.router;
+        let step = entry.exchange.next(request, &entry.input, answer, router, &*self.health, &mut self.warm_budget, now);
+        if let Step::Send { from, deadline } = step {
+            return self.send_to_targets(index, now, from, deadline);
         }
-        // A read with failover: try the key's next replica that is not being repaired.
-        if self.config.failover && entry.plan != Plan::Split && request.command.is_read() {
-            if let TargetResult::Failed(_) = entry.results[0] {
-                self.config.router.replicas(&placement_key(request, &entry.input), &mut self.replicas);
-                let repair = self.health.repair();
-                let mut attempt = usize::from(entry.attempts);
-                let next = next_failover(&self.replicas, entry.first_target, &mut attempt, |s| repair.is_repairing(s));
-                entry.attempts = u16::try_from(attempt).unwrap_or(u16::MAX);
-                if let Some(next) = next {
-                    entry.targets[0] = next;
-                    return self.send_to_targets(index, now, 0);
-                }
-            }
-        }
-        // A balanced mg a replica answered with win/stale flags: the primary's answer counts.
-        if entry.stage == Stage::Request && win::applies(request, entry.plan) {
-            if let TargetResult::Replied(reply) = entry.results[0] {
-                if win::carries_win_flags(&reply, &entry.bodies[0]) {
-                    let repair = self.health.repair();
-                    let key = placement_key(request, &entry.input);
-                    let primary =
-                        self.config.router.primary_avoiding(&key, &|s| repair.is_repairing(s), &mut self.replicas);
-                    if primary != entry.targets[0] {
-                        entry.targets[0] = primary;
-                        return self.send_to_targets(index, now, 0);
-                    }
-                }
-            }
-        }
-        // A miss on a server that restarted a short while ago: ask a replica that has the key.
-        if entry.stage == Stage::Request && warm::applies(request, entry.plan) {
-            let cold = entry.targets[0];
-            if let TargetResult::Replied(reply) = entry.results[0] {
-                if warm::missed(&reply) && self.health.is_cold(cold) {
-                    let other = warm::replica(&self.config.router, &self.health, key, cold, &mut self.replicas);
-                    if let Some(other) = other.filter(|_| self.warm_budget.take(now)) {
-                        entry.stage = Stage::WarmRead;
-                        entry.warming = Some(cold);
-                        entry.targets[0] = other;
-                        return self.send_to_targets(index, now, 0);
-                    }
-                }
-            }
-        }
-        // The primary took the request: copy it to the other replicas (the primary stays
-        // target 0, with its answer).
-        if entry.plan == Plan::PrimaryFirst && entry.stage == Stage::Request {
-            let took = matches!(entry.results[0], TargetResult::Replied(r) if primary_took(&r));
-            let repair = self.health.repair();
-            let key = placement_key(request, &entry.input);
-            self.config.router.write_targets_leading(&key, &mut self.route.targets, &|s| repair.is_repairing(s));
-            if took && self.route.targets.len() > 1 {
-                entry.stage = Stage::Copies;
-                entry.targets.clear();
-                entry.targets.extend_from_slice(&self.route.targets);
-                return self.send_to_targets(index, now, 1);
-            }
-        }
-        let policy = self.config.router.write_policy_of(request, &entry.input);
-        if policy.repairs() && request.command.is_keyed_write() {
-            let key = placement_key(request, &entry.input);
-            for (&server, result) in entry.targets.iter().zip(&entry.results) {
-                // A target still waiting when its request finished timed out.
-                if !matches!(result, TargetResult::Replied(_)) {
-                    self.health.repair().missed(server, &key);
-                }
-            }
-        }
-        entry.finish(&self.addrs, policy);
+        entry.finish(&self.addrs, &*self.health);
         // The replica had the value: write it back to the cold server, fire and forget.
-        let mut write_back = None;
-        if let (Some(cold), TargetResult::Replied(reply)) = (entry.warming, entry.results[0]) {
-            let key = entry.request.as_ref().map(|r| r.key(&entry.input)).unwrap_or_default();
-            let mut bytes = Vec::new();
-            if warm::write_back(key, &reply, &entry.bodies[0], &mut bytes) {
-                write_back = Some((cold, bytes));
-            }
-        }
-        let entry = self.inflight.get_mut(index);
+        let mut bytes = Vec::new();
+        let write_back = entry.exchange.write_back(answers(&entry.results, &entry.bodies)(0), &mut bytes);
         if let Some(client) = entry.client {
             self.ready.push(client);
         } else {
             self.inflight.release(index);
         }
-        if let Some((cold, bytes)) = write_back {
+        if let Some(cold) = write_back {
             self.start_write_back(cold, bytes, now);
         }
     }
@@ -295,15 +153,13 @@ impl EventLoop {
         let entry = self.inflight.get_mut(index);
         entry.client = None;
         entry.input.extend_from_slice(&bytes);
+        let timeout = self.config.server_timeout;
+        let step = entry.exchange.start_to(server, &request, &entry.input, &self.config.router, timeout, now);
         entry.request = Some(request);
-        entry.plan = Plan::Forward(server);
-        entry.targets.clear();
-        entry.targets.push(server);
-        entry.first_target = server;
-        entry.key_owner.clear();
-        entry.touches.clear();
         entry.times = Timestamps::at(now);
-        self.send_to_targets(index, now, 0);
+        if let Step::Send { from, deadline } = step {
+            self.send_to_targets(index, now, from, deadline);
+        }
     }
 
     /// Moves the client's completed head replies, in order, to its socket.
@@ -323,7 +179,7 @@ impl EventLoop {
             entry.times.reply_written = Instant::now();
             written = Some(entry.times.reply_written);
             if let Some(request) = entry.request.as_ref() {
-                let targets = entry.targets.len().max(1) as u16;
+                let targets = entry.exchange.targets().len().max(1) as u16;
                 self.recorder.record(kind_of(request), &entry.times, &entry.outcome, targets);
             }
             self.inflight.release(index);

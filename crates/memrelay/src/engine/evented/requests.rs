@@ -1,5 +1,5 @@
 //! Requests in flight in one event loop: what each is waiting for, and its reply once every
-//! target has answered (built by the shared reply rules).
+//! target has answered (the shared per-request policy, [`Exchange`], decides each round).
 //!
 //! Entries live in [`Requests`] and are reused with their buffers, so the steady state allocates
 //! nothing. An entry is referenced from its client's reply queue (by index) and from the
@@ -11,11 +11,9 @@ use std::time::Instant;
 use memrelay_protocol::{Reply, Request};
 
 use crate::measure::metrics::{Outcome, Timestamps};
+use crate::relay::exchange::{Exchange, Servers};
 use crate::relay::failure::Failure;
-use crate::relay::reply::{Answer, Finished};
-use crate::relay::rewrite::Stage;
-use crate::routing::Plan;
-use crate::settings::WritePolicy;
+use crate::relay::reply::Answer;
 
 /// What one target answered.
 #[derive(Debug, Clone, Copy)]
@@ -32,27 +30,14 @@ pub(crate) struct InFlight {
     /// The request's bytes as they arrived; the parsed request's ranges index them.
     pub input: Vec<u8>,
     pub request: Option<Request>,
-    pub plan: Plan,
-    pub targets: Vec<usize>,
-    pub key_owner: Vec<usize>,
-    pub touches: Vec<(usize, usize)>,
+    /// Its way through the servers (the shared per-request policy).
+    pub exchange: Exchange,
     pub results: Vec<TargetResult>,
     /// Each target's reply bytes.
     pub bodies: Vec<Vec<u8>>,
     /// Scratch for coalescing a split: each server's read position.
     cursors: Vec<usize>,
     pub remaining: usize,
-    /// For [`Plan::PrimaryFirst`]: the primary took the request and the copies are out.
-    pub stage: Stage,
-    /// A warm read under way: the cold server its miss came from.
-    pub warming: Option<usize>,
-    /// Retries so far of a read with failover, and the server it went to first.
-    pub attempts: u16,
-    pub first_target: usize,
-    /// The read round robin's number when the request was routed, and the servers a split read
-    /// was routed again without (they failed it).
-    pub rr: usize,
-    pub avoided: Vec<usize>,
     pub times: Timestamps,
     pub sent: bool,
     pub reply: Vec<u8>,
@@ -70,20 +55,11 @@ impl InFlight {
             client: None,
             input: Vec::new(),
             request: None,
-            plan: Plan::Local,
-            targets: Vec::new(),
-            key_owner: Vec::new(),
-            touches: Vec::new(),
+            exchange: Exchange::default(),
             results: Vec::new(),
             bodies: Vec::new(),
             cursors: Vec::new(),
             remaining: 0,
-            stage: Stage::Request,
-            warming: None,
-            attempts: 0,
-            first_target: 0,
-            rr: 0,
-            avoided: Vec::new(),
             times: Timestamps::at(Instant::now()),
             sent: false,
             reply: Vec::new(),
@@ -92,10 +68,10 @@ impl InFlight {
         }
     }
 
-    /// Prepares the per-target results for `self.targets[from..]` (the answers of the targets
-    /// before `from` are kept).
+    /// Prepares the per-target results for the exchange's targets from `from` on (the answers
+    /// of the targets before `from` are kept).
     pub fn expect_targets(&mut self, from: usize) {
-        let n = self.targets.len();
+        let n = self.exchange.targets().len();
         self.results.truncate(from);
         self.results.resize(n, TargetResult::Waiting);
         if self.bodies.len() < n {
@@ -119,25 +95,21 @@ impl InFlight {
     }
 
     /// Builds the client's reply from the targets' answers (all are in).
-    pub fn finish(&mut self, addrs: &[SocketAddr], policy: WritePolicy) {
+    pub fn finish(&mut self, addrs: &[SocketAddr], servers: &impl Servers) {
         let request = self.request.as_ref().expect("an in-flight entry carries a request");
-        let finished = Finished {
-            request,
-            input: &self.input,
-            plan: self.plan,
-            targets: &self.targets,
-            key_owner: &self.key_owner,
-            warm_read: self.stage == Stage::WarmRead,
-            policy,
-        };
-        let (results, bodies) = (&self.results, &self.bodies);
-        let answer = |i: usize| match results[i] {
-            TargetResult::Replied(reply) => Answer::Replied(reply, &bodies[i]),
-            TargetResult::Failed(failure) => Answer::Failed(failure),
-            TargetResult::Waiting => Answer::Failed(Failure::Timeout),
-        };
-        self.outcome = finished.reply(answer, |s| addrs[s], &mut self.cursors, &mut self.reply);
+        let answer = answers(&self.results, &self.bodies);
+        self.outcome =
+            self.exchange.finish(request, &self.input, answer, |s| addrs[s], servers, &mut self.cursors, &mut self.reply);
         self.done = true;
+    }
+}
+
+/// Target i's answer (a target still waiting when its request finished timed out).
+pub(crate) fn answers<'a>(results: &'a [TargetResult], bodies: &'a [Vec<u8>]) -> impl Fn(usize) -> Answer<'a> {
+    move |i| match results[i] {
+        TargetResult::Replied(reply) => Answer::Replied(reply, &bodies[i]),
+        TargetResult::Failed(failure) => Answer::Failed(failure),
+        TargetResult::Waiting => Answer::Failed(Failure::Timeout),
     }
 }
 
@@ -192,10 +164,6 @@ impl Requests {
         entry.reply.clear();
         entry.done = false;
         entry.sent = false;
-        entry.stage = Stage::Request;
-        entry.warming = None;
-        entry.attempts = 0;
-        entry.avoided.clear();
         self.free.push(index);
     }
 

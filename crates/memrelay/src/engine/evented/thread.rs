@@ -23,7 +23,6 @@ use crate::generation::{Current, Generation};
 use crate::health::Health;
 use crate::measure::metrics::Recorder;
 use crate::relay::warm::Budget;
-use crate::routing::RouteBuf;
 use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::startup::{Error, Runtime};
@@ -63,8 +62,6 @@ pub(super) struct EventLoop {
     /// Requests one client may have in flight before memrelay stops reading its pipeline.
     pub max_in_flight: usize,
     pub health: Arc<Health>,
-    pub route: RouteBuf,
-    pub replicas: Vec<usize>,
     pub failed: Vec<Outstanding>,
     /// Scratch: entries whose last awaited reply arrived in one read.
     pub completed: Vec<usize>,
@@ -104,8 +101,6 @@ impl EventLoop {
             max_value_len: settings.limits.max_value_size,
             max_in_flight: settings.limits.max_in_flight.max(1),
             health: Arc::clone(&runtime.health),
-            route: RouteBuf::default(),
-            replicas: Vec::new(),
             failed: Vec::new(),
             completed: Vec::new(),
             ready: Vec::new(),

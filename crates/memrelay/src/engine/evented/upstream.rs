@@ -22,10 +22,9 @@ use mio::{Interest, Registry, Token};
 
 use crate::buffer::{Filled, ReadBuffer};
 use crate::relay::failure::Failure;
+use crate::upstream::backoff::{self, Backoff};
 use crate::upstream_tls::pump::{Pump, Round};
 
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
 const READ_CHUNK: usize = 64 * 1024;
 
 /// A request written (or about to be) on the connection, waiting for its reply.
@@ -46,8 +45,7 @@ pub(crate) struct Upstream {
     token: Token,
     stream: Option<TcpStream>,
     connected: bool,
-    retry_at: Option<Instant>,
-    backoff: Duration,
+    backoff: Backoff,
     output: Vec<u8>,
     written: usize,
     outstanding: VecDeque<Outstanding>,
@@ -76,8 +74,7 @@ impl Upstream {
             token,
             stream: None,
             connected: false,
-            retry_at: None,
-            backoff: FIRST_BACKOFF,
+            backoff: Backoff::new(backoff::RECONNECT),
             output: Vec::with_capacity(READ_CHUNK),
             written: 0,
             outstanding: VecDeque::with_capacity(256),
@@ -105,7 +102,7 @@ impl Upstream {
         if self.stream.is_some() {
             return true;
         }
-        if self.retry_at.is_some_and(|at| now < at) {
+        if self.backoff.waiting(now) {
             return false;
         }
         if let Some(tls) = self.tls.as_mut() {
@@ -236,8 +233,7 @@ impl Upstream {
         match stream.peer_addr() {
             Ok(_) => {
                 self.connected = true;
-                self.retry_at = None;
-                self.backoff = FIRST_BACKOFF;
+                self.backoff.succeeded();
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
@@ -337,8 +333,7 @@ impl Upstream {
     }
 
     fn back_off(&mut self, now: Instant) {
-        self.retry_at = Some(now + self.backoff);
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        self.backoff.failed(now);
     }
 
     /// The entries of the last flush (for stamping their send time).

@@ -19,11 +19,10 @@ use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
 use crate::buffer::{Filled, ReadBuffer};
 use crate::relay::failure::Failure;
+use crate::upstream::backoff::{self, Backoff};
 use crate::upstream_tls::blocking::{self, ServerStream};
 use crate::upstream_tls::Peer;
 
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
 const READ_CHUNK: usize = 16 * 1024;
 /// The read timeout of the one read allowed past a request's deadline.
 const LAST_TRY: Duration = Duration::from_micros(200);
@@ -36,8 +35,7 @@ pub(crate) struct ServerConn {
     tls: Option<Peer>,
     stream: Option<ServerStream>,
     timeout: Duration,
-    retry_at: Option<Instant>,
-    backoff: Duration,
+    backoff: Backoff,
     /// Reply bytes; after [`ServerConn::receive`] the reply is `input.pending()[..reply.consumed]`.
     pub input: ReadBuffer,
     parser: ReplyParser,
@@ -56,8 +54,7 @@ impl ServerConn {
             tls,
             stream: None,
             timeout,
-            retry_at: None,
-            backoff: FIRST_BACKOFF,
+            backoff: Backoff::new(backoff::RECONNECT),
             input: ReadBuffer::new(READ_CHUNK),
             parser: ReplyParser::new(Expect::Line).with_max_value_len(max_value_len),
             reply: None,
@@ -80,7 +77,7 @@ impl ServerConn {
     pub fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
         self.input.clear();
         self.reply = None;
-        if self.stream.is_none() && self.retry_at.is_some_and(|at| Instant::now() < at) {
+        if self.stream.is_none() && self.backoff.waiting(Instant::now()) {
             // Still backing off from an earlier failure: fail at once. This is not a new failure,
             // so neither the retry time nor the backoff moves (a steady stream of requests must
             // not keep a recovered server from being retried).
@@ -143,8 +140,7 @@ impl ServerConn {
                 return Err(Failure::Timeout);
             }
             self.stream = Some(blocking::connect(self.addr, self.tls.as_ref(), timeout)?);
-            self.retry_at = None;
-            self.backoff = FIRST_BACKOFF;
+            self.backoff.succeeded();
             self.last_used = Instant::now();
         }
         Ok(self.stream.as_mut().expect("connected above"))
@@ -153,8 +149,7 @@ impl ServerConn {
     fn fail(&mut self, failure: Failure) -> Failure {
         self.stream = None;
         self.input.clear();
-        self.retry_at = Some(Instant::now() + self.backoff);
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        self.backoff.failed(Instant::now());
         failure
     }
 

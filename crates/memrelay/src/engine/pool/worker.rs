@@ -1,27 +1,24 @@
-//! A pool worker: takes a job from the queue, routes it, talks to the servers over its own
-//! blocking connections (writes to every target first, then reads every reply), builds the
-//! client's reply with the shared reply rules, writes it to the client socket directly and hands
-//! the job back to the net thread, with whatever the socket could not take at once.
+//! A pool worker: takes a job from the queue and runs its [`Exchange`] (the shared per-request
+//! policy) round by round over its own blocking connections (writes to every target of a round
+//! first, then reads every reply), writes the reply to the client socket directly and hands the
+//! job back to the net thread, with whatever the socket could not take at once.
 
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use memrelay_protocol::{Expect, Request};
+use memrelay_protocol::{parse_request, Limits, Parse, Request};
 
 use super::job::Job;
 use super::server::ServerConn;
 use crate::generation::{Current, Generation};
 use crate::health::Health;
 use crate::measure::metrics::{kind_of, Recorder};
+use crate::relay::exchange::{Exchange, Step};
 use crate::relay::failure::Failure;
-use crate::relay::next_failover;
-use crate::relay::reply::{primary_took, Answer, Finished};
-use crate::relay::rewrite::{Outgoing, Stage};
-use crate::relay::warm::{self, Budget};
-use crate::relay::win;
-use crate::routing::{placement_key, Plan, RouteBuf};
+use crate::relay::reply::Answer;
+use crate::relay::warm::Budget;
 use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::startup::Runtime;
@@ -41,15 +38,16 @@ pub(crate) struct Worker {
     /// One connection per server id (those a reload retired are closed).
     servers: Vec<ServerConn>,
     max_value_len: usize,
-    route: RouteBuf,
-    /// A split read routed again without the servers that failed it ([`Worker::reroute_split`]).
-    reroute: RouteBuf,
+    /// The current request's way through the servers (the policy), and a write-back's.
+    exchange: Exchange,
+    write_back: Exchange,
     /// The bytes a target gets, composed from the parsed request.
     scratch: Vec<u8>,
-    /// Per-target result of the current exchange.
-    results: Vec<Result<(), Failure>>,
+    /// Per-target result of the current round: the server that answered, or why none did.
+    results: Vec<Result<usize, Missing>>,
     cursors: Vec<usize>,
-    replicas: Vec<usize>,
+    /// A write-back's reply, which nobody reads.
+    dropped: Vec<u8>,
     recorder: Recorder,
 }
 
@@ -59,12 +57,12 @@ impl Worker {
         let mut worker = Worker {
             servers: Vec::new(),
             max_value_len: settings.limits.max_value_size,
-            route: RouteBuf::default(),
-            reroute: RouteBuf::default(),
+            exchange: Exchange::default(),
+            write_back: Exchange::default(),
             scratch: Vec::new(),
             results: Vec::new(),
             cursors: Vec::new(),
-            replicas: Vec::new(),
+            dropped: Vec::new(),
             current: Arc::clone(&runtime.current),
             registry: Arc::clone(&runtime.registry),
             server_tls: runtime.server_tls.clone(),
@@ -127,233 +125,121 @@ impl Worker {
         job.times.dequeue = Instant::now();
         self.refresh();
         let request = job.request.clone().expect("queued jobs carry a parsed request");
-        let router = &self.generation.router;
-        let repair = self.health.repair();
-        let mut plan = if router.repairs() {
-            router.route_avoiding(&request, &job.input, job.rr, &mut self.route, &|s| repair.is_repairing(s))
-        } else {
-            router.route(&request, &job.input, job.rr, &mut self.route)
-        };
-        let timeout = self.generation.server_timeout;
-        let deadline = job.times.dequeue + timeout;
+        let generation = Arc::clone(&self.generation);
+        let (router, timeout) = (&generation.router, generation.server_timeout);
+        let mut exchange = std::mem::take(&mut self.exchange);
         job.times.first_send = Instant::now();
-        if let Plan::Forward(server) = plan {
-            self.route.targets.clear();
-            self.route.targets.push(server);
+        let policy = (generation.failover, timeout);
+        let mut step = exchange.start(&request, &job.input, job.rr, router, policy, &*self.health, Instant::now());
+        while let Step::Send { from, deadline } = step {
+            self.round(&exchange, &request, &job.input, from, deadline);
+            let answer = answers(&self.servers, &self.results);
+            step = exchange.next(&request, &job.input, answer, router, &*self.health, &mut self.warm_budget, Instant::now());
         }
-        if plan == Plan::PrimaryFirst {
-            self.route.targets.truncate(1);
-        }
-        self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
-        if plan == Plan::Split && self.generation.failover && request.command.is_read() {
-            plan = self.reroute_split(&request, &job.input, job.rr, timeout);
-        }
-        match plan {
-            Plan::Forward(first) if self.generation.failover && request.command.is_read() => {
-                self.generation.router.replicas(&placement_key(&request, &job.input), &mut self.replicas);
-                let mut attempt = 0;
-                while self.results[0].is_err() {
-                    let repair = self.health.repair();
-                    let repairing = |s| repair.is_repairing(s);
-                    let Some(next) = next_failover(&self.replicas, first, &mut attempt, repairing) else { break };
-                    self.route.targets[0] = next;
-                    // Each replica gets its own timeout, as in the evented engine.
-                    let deadline = Instant::now() + timeout;
-                    self.exchange(&request, &job.input, plan, Stage::Request, deadline, 0);
-                }
-            }
-            Plan::PrimaryFirst if self.primary_took() => {
-                // The primary took the request: copy it to the other replicas (the primary stays
-                // target 0, with its answer).
-                let key = placement_key(&request, &job.input);
-                let repair = self.health.repair();
-                let repairing = |s| repair.is_repairing(s);
-                self.generation.router.write_targets_leading(&key, &mut self.route.targets, &repairing);
-                if self.route.targets.len() > 1 {
-                    self.exchange(&request, &job.input, plan, Stage::Copies, deadline, 1);
-                }
-            }
-            _ => {}
-        }
-        self.win_read(&request, &job.input, plan, timeout);
-        let warming = self.warm_read(&request, &job.input, plan);
         job.times.last_reply = Instant::now();
-        let policy = self.generation.router.write_policy_of(&request, &job.input);
-        if policy.repairs() && request.command.is_keyed_write() {
-            let key = placement_key(&request, &job.input);
-            for (&server, result) in self.route.targets.iter().zip(&self.results) {
-                if result.is_err() {
-                    self.health.repair().missed(server, &key);
-                }
-            }
-        }
-        let finished = Finished {
-            request: &request,
-            input: &job.input,
-            plan,
-            targets: &self.route.targets,
-            key_owner: &self.route.key_owner,
-            warm_read: warming.is_some(),
-            policy,
-        };
         let (servers, results) = (&self.servers, &self.results);
-        let answer = |i: usize| match results[i] {
-            Ok(()) => {
-                let conn = &servers[finished.targets[i]];
-                Answer::Replied(conn.last_reply().expect("a successful exchange leaves a reply"), conn.input.pending())
-            }
-            Err(failure) => Answer::Failed(failure),
-        };
-        let outcome = finished.reply(answer, |s| servers[s].addr, &mut self.cursors, &mut job.reply);
+        let outcome = exchange.finish(
+            &request,
+            &job.input,
+            answers(servers, results),
+            |s| servers[s].addr,
+            &*self.health,
+            &mut self.cursors,
+            &mut job.reply,
+        );
         write_to_client(job);
         job.times.reply_written = Instant::now();
         // Counted out at the instant its response time ends.
         self.recorder.request_out(job.times.reply_written);
-        let targets = self.route.targets.len().max(1) as u16;
+        let targets = exchange.targets().len().max(1) as u16;
         self.recorder.record(kind_of(&request), &job.times, &outcome, targets);
-        if let Some(cold) = warming {
-            self.write_back(request.key(&job.input), cold);
+        let mut bytes = std::mem::take(&mut self.scratch);
+        let cold = exchange.write_back(answers(&self.servers, &self.results)(0), &mut bytes);
+        if let Some(cold) = cold {
+            self.write_back(cold, &bytes, timeout);
         }
+        self.scratch = bytes;
+        self.exchange = exchange;
     }
 
-    /// A split read that a server answering keys failed is routed again, all of it, without the
-    /// servers that failed (at most once per server; not when some key has no other server
-    /// left). Returns the plan in force.
-    fn reroute_split(&mut self, request: &Request, input: &[u8], rr: usize, timeout: Duration) -> Plan {
-        let mut plan = Plan::Split;
-        let mut avoided: Vec<usize> = Vec::new();
-        loop {
-            let before = avoided.len();
-            for (i, &server) in self.route.targets.iter().enumerate() {
-                let answers_keys = plan != Plan::Split || self.route.key_owner.contains(&server);
-                if self.results[i].is_err() && answers_keys && !avoided.contains(&server) {
-                    avoided.push(server);
-                }
-            }
-            if avoided.len() == before {
-                return plan;
-            }
-            let repair = self.health.repair();
-            let avoid = |s| repair.is_repairing(s) || avoided.contains(&s);
-            let next = self.generation.router.route_avoiding(request, input, rr, &mut self.reroute, &avoid);
-            if let Plan::Forward(server) = next {
-                self.reroute.targets.clear();
-                self.reroute.targets.push(server);
-            }
-            let answering = if next == Plan::Split { &self.reroute.key_owner } else { &self.reroute.targets };
-            if answering.iter().any(|s| avoided.contains(s)) {
-                return plan;
-            }
-            std::mem::swap(&mut self.route, &mut self.reroute);
-            plan = next;
-            self.exchange(request, input, plan, Stage::Request, Instant::now() + timeout, 0);
+    /// Writes the value a warm read found (`bytes`, one composed `ms`) back to the cold server;
+    /// its reply is read and dropped (the client has had its own).
+    fn write_back(&mut self, cold: usize, bytes: &[u8], timeout: Duration) {
+        let limits = Limits { max_value_len: bytes.len(), max_line_len: bytes.len(), max_get_line_len: bytes.len() };
+        let Parse::Complete(request) = parse_request(bytes, &limits) else { return };
+        let generation = Arc::clone(&self.generation);
+        let mut exchange = std::mem::take(&mut self.write_back);
+        let step = exchange.start_to(cold, &request, bytes, &generation.router, timeout, Instant::now());
+        if let Step::Send { from, deadline } = step {
+            self.round(&exchange, &request, bytes, from, deadline);
         }
+        let (servers, results) = (&self.servers, &self.results);
+        let mut dropped = std::mem::take(&mut self.dropped);
+        exchange.finish(&request, bytes, answers(servers, results), |s| servers[s].addr, &*self.health, &mut self.cursors, &mut dropped);
+        self.dropped = dropped;
+        self.write_back = exchange;
     }
 
-    /// A balanced mg a replica answered with win/stale flags is asked again of the key's primary,
-    /// whose answer counts ([`win`]).
-    fn win_read(&mut self, request: &Request, input: &[u8], plan: Plan, timeout: Duration) {
-        if !win::applies(request, plan) || self.results[0].is_err() {
-            return;
-        }
-        let server = self.route.targets[0];
-        let conn = &self.servers[server];
-        if !conn.last_reply().is_some_and(|reply| win::carries_win_flags(&reply, conn.input.pending())) {
-            return;
-        }
-        let repair = self.health.repair();
-        let key = placement_key(request, input);
-        let primary = self.generation.router.primary_avoiding(&key, &|s| repair.is_repairing(s), &mut self.replicas);
-        if primary != server {
-            self.route.targets[0] = primary;
-            self.exchange(request, input, plan, Stage::Request, Instant::now() + timeout, 0);
-        }
-    }
-
-    /// A miss on a server that restarted a short while ago: asks a replica that has the key
-    /// (`Stage::WarmRead`) and returns the cold server, whose write-back follows the reply.
-    fn warm_read(&mut self, request: &Request, input: &[u8], plan: Plan) -> Option<usize> {
-        let Plan::Forward(_) = plan else { return None };
-        let cold = self.route.targets[0];
-        let missed = self.results[0].is_ok() && self.servers[cold].last_reply().is_some_and(|r| warm::missed(&r));
-        if !warm::applies(request, plan) || !missed || !self.health.is_cold(cold) {
-            return None;
-        }
-        let other = warm::replica(&self.generation.router, &self.health, request.key(input), cold, &mut self.replicas)?;
-        if !self.warm_budget.take(Instant::now()) {
-            return None;
-        }
-        self.route.targets[0] = other;
-        self.exchange(request, input, plan, Stage::WarmRead, Instant::now() + self.generation.server_timeout, 0);
-        Some(cold)
-    }
-
-    /// Writes the value the replica (target 0) answered back to the cold server; its reply is
-    /// read and dropped (the client has had its own).
-    fn write_back(&mut self, key: &[u8], cold: usize) {
-        let replica = self.route.targets[0];
-        let Some(reply) = self.results[0].ok().and_then(|()| self.servers[replica].last_reply()) else { return };
-        self.scratch.clear();
-        if !warm::write_back(key, &reply, self.servers[replica].input.pending(), &mut self.scratch) {
-            return;
-        }
-        let deadline = Instant::now() + self.generation.server_timeout;
-        self.recorder.server_request(cold);
-        let result = self.servers[cold]
-            .send(&self.scratch, deadline)
-            .and_then(|()| self.servers[cold].receive(Expect::Meta, deadline));
-        match result {
-            Ok(_) => self.health.answered(cold),
-            Err(failure) => {
-                self.recorder.server_failure(cold);
-                self.health.failed(cold, failure);
-            }
-        }
-    }
-
-    /// Whether the primary took the request just sent to it alone (see [`primary_took`]).
-    fn primary_took(&self) -> bool {
-        self.results[0].is_ok() && self.servers[self.route.targets[0]].last_reply().is_some_and(|r| primary_took(&r))
-    }
-
-    /// Sends each target in `self.route.targets[from..]` its bytes, then reads every reply;
-    /// `self.results[i]` says how target i went (the results before `from` are kept).
-    fn exchange(&mut self, request: &Request, input: &[u8], plan: Plan, stage: Stage, deadline: Instant, from: usize) {
-        let outgoing =
-            Outgoing { request, input, plan, stage, key_owner: &self.route.key_owner, touches: &self.route.touches };
+    /// One round of `exchange`: sends each target in `targets()[from..]` its bytes (unless the
+    /// gate fails it at once), then reads every reply; `self.results[i]` says how target i went
+    /// (the results before `from` are kept).
+    fn round(&mut self, exchange: &Exchange, request: &Request, input: &[u8], from: usize, deadline: Instant) {
+        let outgoing = exchange.outgoing(request, input);
         let started = Instant::now();
         self.results.truncate(from);
-        let repairs =
-            request.command.is_keyed_write() && self.generation.router.write_policy_of(request, input).repairs();
-        for &target in &self.route.targets[from..] {
-            self.scratch.clear();
-            if repairs && self.health.repair().is_repairing(target) {
-                // The repair thread is the only writer there until it is up to date.
-                self.results.push(Err(Failure::Repairing));
-            } else if self.health.is_down(target) {
-                self.results.push(Err(Failure::Down));
-            } else {
-                outgoing.compose_for(target, &mut self.scratch);
-                self.results.push(self.servers[target].send(&self.scratch, deadline));
-            }
+        for (i, &target) in exchange.targets().iter().enumerate().skip(from) {
             self.recorder.server_request(target);
+            let gated = exchange.gate(i, &*self.health);
+            if gated == Some(Failure::Down) {
+                self.recorder.server_failure(target);
+            }
+            let result = match gated {
+                Some(failure) => Err(Gated(failure)),
+                None => {
+                    self.scratch.clear();
+                    outgoing.compose_for(target, &mut self.scratch);
+                    self.servers[target].send(&self.scratch, deadline).map(|()| target).map_err(Sent)
+                }
+            };
+            self.results.push(result);
         }
         let expect = outgoing.expect();
-        for (i, &target) in self.route.targets.iter().enumerate().skip(from) {
-            if self.results[i].is_ok() {
-                self.results[i] = self.servers[target].receive(expect, deadline).map(|_| ());
+        for (i, &target) in exchange.targets().iter().enumerate().skip(from) {
+            if let Ok(server) = self.results[i] {
+                self.results[i] = self.servers[server].receive(expect, deadline).map(|_| server).map_err(Sent);
             }
             match self.results[i] {
-                Ok(()) => {
+                Ok(_) => {
                     self.health.answered(target);
                     self.recorder.server_latency(target, started.elapsed());
                 }
-                Err(failure) => {
+                Err(Sent(failure)) => {
                     self.recorder.server_failure(target);
                     self.health.failed(target, failure);
                 }
+                // Not sent: not the server's failure.
+                Err(Gated(_)) => {}
             }
         }
+    }
+}
+
+/// Why a target has no answer: the exchange with it failed, or the gate kept it from being sent.
+#[derive(Debug, Clone, Copy)]
+enum Missing {
+    Sent(Failure),
+    Gated(Failure),
+}
+use Missing::{Gated, Sent};
+
+/// Target i's answer: its server's last reply, or why there is none.
+fn answers<'a>(servers: &'a [ServerConn], results: &'a [Result<usize, Missing>]) -> impl Fn(usize) -> Answer<'a> {
+    move |i| match results[i] {
+        Ok(server) => {
+            let conn = &servers[server];
+            Answer::Replied(conn.last_reply().expect("a successful exchange leaves a reply"), conn.input.pending())
+        }
+        Err(Sent(failure) | Gated(failure)) => Answer::Failed(failure),
     }
 }
 

@@ -1,0 +1,71 @@
+//! The one doubling backoff every retry of a server uses: a connection that failed (pool or
+//! evented) and the health probe of a server that is down. After a failure the next try waits
+//! `first`, then twice as long after each further failure, up to `max`; a success starts over.
+
+use std::time::{Duration, Instant};
+
+/// A reconnecting connection's: 50 ms, doubling up to 1 s.
+pub(crate) const RECONNECT: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff {
+    first: Duration,
+    max: Duration,
+    /// The wait after the next failure.
+    next: Duration,
+    /// No try before this (after a failure).
+    retry_at: Option<Instant>,
+}
+
+impl Backoff {
+    pub fn new((first, max): (Duration, Duration)) -> Backoff {
+        Backoff { first, max, next: first, retry_at: None }
+    }
+
+    /// A try failed at `now`: the next waits, each wait twice the last up to the ceiling.
+    pub fn failed(&mut self, now: Instant) {
+        self.retry_at = Some(now + self.next);
+        self.next = (self.next * 2).min(self.max);
+    }
+
+    /// A try succeeded: the next failure waits `first` again.
+    pub fn succeeded(&mut self) {
+        self.retry_at = None;
+        self.next = self.first;
+    }
+
+    /// Whether a try now must still wait.
+    pub fn waiting(&self, now: Instant) -> bool {
+        self.retry_at.is_some_and(|at| now < at)
+    }
+
+    /// When the next try may start (`None`: at once).
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.retry_at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_double_up_to_the_ceiling_and_a_success_starts_over() {
+        let ms = Duration::from_millis;
+        let mut backoff = Backoff::new((ms(50), ms(300)));
+        let t = Instant::now();
+        assert!(!backoff.waiting(t));
+        let waits: Vec<Duration> = (0..5)
+            .map(|_| {
+                backoff.failed(t);
+                backoff.retry_at().unwrap() - t
+            })
+            .collect();
+        assert_eq!(waits, [ms(50), ms(100), ms(200), ms(300), ms(300)]);
+        assert!(backoff.waiting(t + ms(299)) && !backoff.waiting(t + ms(300)));
+        backoff.succeeded();
+        assert!(!backoff.waiting(t));
+        backoff.failed(t);
+        assert_eq!(backoff.retry_at(), Some(t + ms(50)));
+    }
+}
