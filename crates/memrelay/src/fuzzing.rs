@@ -55,7 +55,10 @@ pub fn forwarded(data: &[u8]) -> Vec<Forwarded> {
         let meta_flags = match (request.too_large, request.command) {
             (Some(_), _) => request.meta.base64.then(|| b"b".to_vec()).into_iter().collect(),
             (None, Command::MetaDebug) => request.meta.base64.then(|| b"b".to_vec()).into_iter().collect(),
-            _ => request.meta.flag_tokens(input).filter(|f| f[0] != b'q').map(<[u8]>::to_vec).collect(),
+            _ => {
+                let quiet_kept = request.server_applies_quiet();
+                request.meta.flag_tokens(input).filter(|f| f[0] != b'q' || quiet_kept).map(<[u8]>::to_vec).collect()
+            }
         };
         let data = if request.too_large.is_some() { Vec::new() } else { data };
         out.push(Forwarded {
@@ -80,7 +83,10 @@ pub fn client_stream(data: &[u8]) {
         let Parse::Complete(back) = parse_request(bytes, &limits) else {
             panic!("composed bytes do not parse: {:?}", String::from_utf8_lossy(bytes))
         };
-        assert_eq!(back.consumed, bytes.len(), "one composed request is one request");
+        // One composed request is one request (and an `mn` after one whose quiet mode the
+        // server applies).
+        let rest: &[u8] = if sent.server_applies_quiet() { b"mn\r\n" } else { b"" };
+        assert_eq!(&bytes[back.consumed..], rest, "one composed request is one request");
         assert!(back.keys(bytes).eq(sent.keys(input)), "keys");
         if sent.too_large.is_some() {
             // A refused value: its key is deleted.
@@ -88,10 +94,13 @@ pub fn client_stream(data: &[u8]) {
             return;
         }
         assert_eq!(back.command, sent.command);
-        // Meta flags go through token by token, quiet mode left to memrelay.
-        assert!(!back.meta.quiet);
+        // Meta flags go through token by token, quiet mode left to memrelay unless only the
+        // server can apply it.
+        let quiet_kept = sent.server_applies_quiet();
+        assert_eq!(back.meta.quiet, quiet_kept);
         if sent.command != Command::MetaDebug {
-            assert!(back.meta.flag_tokens(bytes).eq(sent.meta.flag_tokens(input).filter(|f| f[0] != b'q')));
+            let flags = sent.meta.flag_tokens(input).filter(|f| f[0] != b'q' || quiet_kept);
+            assert!(back.meta.flag_tokens(bytes).eq(flags));
         }
         assert_eq!(
             (back.flags, back.exptime, back.number, back.noreply),

@@ -20,6 +20,12 @@ pub fn request(out: &mut Vec<u8>, request: &Request, buf: &[u8], noreply: bool) 
         }
         c if c.is_meta() => {
             let data = (c == Command::MetaSet).then(|| &buf[request.data.clone()]);
+            if request.server_applies_quiet() {
+                // Only the server knows whether its quiet mode speaks: `mn` ends what it says.
+                meta(out, c, key, data, request.meta.flag_tokens(buf));
+                out.extend_from_slice(b"mn\r\n");
+                return;
+            }
             // Quiet mode is memrelay's to apply: the servers always answer.
             let flags = request.meta.flag_tokens(buf).filter(|flag| flag[0] != b'q');
             meta(out, c, key, data, flags)

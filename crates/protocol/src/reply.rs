@@ -51,6 +51,9 @@ pub enum Expect {
     /// A meta reply: a two-letter code and flags (`HD`, `EN`, `NF`, `NS`, `EX`, `ME`, `MN`), or
     /// `VA <size> <flags>*` and a data block.
     Meta,
+    /// A meta request sent in quiet mode and followed by `mn`: the reply quiet mode let through,
+    /// if any, then `MN` (which the reply's `trailer` counts).
+    QuietMeta,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +121,16 @@ pub struct Reply {
     pub items: u32,
     /// The number of an incr/decr reply.
     pub number: u64,
+    /// Bytes at the end of `consumed` that belong to no answer (the `MN` after a quiet request):
+    /// the answer is `buf[..consumed - trailer]`.
+    pub trailer: usize,
+}
+
+impl Reply {
+    /// The length of the answer itself (without a trailing `MN`).
+    pub fn answer_len(&self) -> usize {
+        self.consumed - self.trailer
+    }
 }
 
 /// Parses one reply, resuming across calls with a growing buffer. Call [`ReplyParser::reset`]
@@ -168,6 +181,9 @@ impl ReplyParser {
             if self.expect == Expect::Meta {
                 return self.meta(buf, line, after_line);
             }
+            if self.expect == Expect::QuietMeta {
+                return self.quiet_meta(buf, line, after_line);
+            }
             if line == b"END" && self.expect != Expect::Line {
                 return Parse::Complete(Reply {
                     status: Status::End,
@@ -175,6 +191,7 @@ impl ReplyParser {
                     body_end: pos,
                     items: self.items,
                     number: 0,
+                    trailer: 0,
                 });
             }
             match self.expect {
@@ -200,7 +217,14 @@ impl ReplyParser {
             let Some((status, number)) = classify_line(line, self.expect) else {
                 return Parse::Invalid(ReplyError::Unexpected);
             };
-            return Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number });
+            return Parse::Complete(Reply {
+                status,
+                consumed: after_line,
+                body_end: line.len(),
+                items: 0,
+                number,
+                trailer: 0,
+            });
         }
     }
 }
@@ -228,10 +252,38 @@ impl ReplyParser {
         Ok(end)
     }
 
+    /// [`Expect::QuietMeta`]: `MN` alone (quiet mode said nothing), or a meta reply and `MN`.
+    fn quiet_meta(&self, buf: &[u8], line: &[u8], after_line: usize) -> Parse<Reply, ReplyError> {
+        let reply = self.meta(buf, line, after_line);
+        let Parse::Complete(mut reply) = reply else { return reply };
+        if reply.status == Status::Noop {
+            return Parse::Complete(reply);
+        }
+        const NOOP: &[u8] = b"MN\r\n";
+        match buf.get(reply.consumed..reply.consumed + NOOP.len()) {
+            Some(NOOP) => {
+                reply.consumed += NOOP.len();
+                reply.trailer = NOOP.len();
+                Parse::Complete(reply)
+            }
+            Some(_) => Parse::Invalid(ReplyError::Unexpected),
+            None if NOOP.starts_with(&buf[reply.consumed..]) => Parse::Incomplete,
+            None => Parse::Invalid(ReplyError::Unexpected),
+        }
+    }
+
     /// A meta reply whose first line is `line`, `after_line` bytes into `buf`.
     fn meta(&self, buf: &[u8], line: &[u8], after_line: usize) -> Parse<Reply, ReplyError> {
-        let single =
-            |status| Parse::Complete(Reply { status, consumed: after_line, body_end: line.len(), items: 0, number: 0 });
+        let single = |status| {
+            Parse::Complete(Reply {
+                status,
+                consumed: after_line,
+                body_end: line.len(),
+                items: 0,
+                number: 0,
+                trailer: 0,
+            })
+        };
         let mut fields = tokens(line).map(|(_, t)| t);
         let status = match fields.next().unwrap_or_default() {
             b"VA" => {
@@ -246,6 +298,7 @@ impl ReplyParser {
                     body_end: line.len(),
                     items: 1,
                     number: 0,
+                    trailer: 0,
                 });
             }
             b"HD" => Status::Done,
@@ -456,5 +509,19 @@ mod tests {
         assert_eq!(parse_all(Expect::Values, b"HELLO\r\n"), Parse::Invalid(ReplyError::Unexpected));
         assert!(matches!(parse_all(Expect::Values, b"VALUE a 0 1\r\nxyz\r\n"), Parse::Invalid(_)));
         assert!(matches!(parse_all(Expect::Line, b"WHAT\r\n"), Parse::Invalid(_)));
+    }
+
+    #[test]
+    fn a_quiet_meta_reply_is_what_quiet_mode_let_through_then_mn() {
+        // memcached 1.6.18's answers to `ma c N0 q` + `mn` (created) and `ma c q` + `mn`.
+        let Parse::Complete(reply) = parse_all(Expect::QuietMeta, b"HD\r\nMN\r\n") else { panic!() };
+        assert_eq!((reply.status, reply.consumed, reply.answer_len()), (Status::Done, 8, 4));
+        let Parse::Complete(reply) = parse_all(Expect::QuietMeta, b"VA 1\r\n5\r\nMN\r\n") else { panic!() };
+        assert_eq!((reply.status, reply.consumed, reply.answer_len()), (Status::Value, 13, 9));
+        let Parse::Complete(reply) = parse_all(Expect::QuietMeta, b"MN\r\n") else { panic!() };
+        assert_eq!((reply.status, reply.consumed, reply.answer_len()), (Status::Noop, 4, 4));
+        assert_eq!(parse_all(Expect::QuietMeta, b"HD\r\nM"), Parse::Incomplete);
+        assert_eq!(parse_all(Expect::QuietMeta, b"HD\r\n"), Parse::Incomplete);
+        assert_eq!(parse_all(Expect::QuietMeta, b"HD\r\nHD\r\n"), Parse::Invalid(ReplyError::Unexpected));
     }
 }

@@ -399,7 +399,6 @@ impl Exchange {
     pub fn holds_back_later_requests(&self) -> bool {
         self.plan == Plan::PrimaryFirst
     }
-
 }
 
 /// Table tests of the policy, no sockets: each decision the two engines once made differently
@@ -521,7 +520,8 @@ mod tests {
         let line = b"mg k v\r\n";
         let primary = primary(&router, b"k");
         let mut ex = Exchange::default();
-        let rr = (0..3).find(|&rr| router.route(&parse(line), line, rr, &mut RouteBuf::default()) != Plan::Forward(primary));
+        let rr =
+            (0..3).find(|&rr| router.route(&parse(line), line, rr, &mut RouteBuf::default()) != Plan::Forward(primary));
         assert!(matches!(start(&mut ex, line, rr.unwrap(), &router, &servers, now), Step::Send { from: 0, .. }));
         let replica = ex.targets()[0];
         assert_ne!(replica, primary);
@@ -629,7 +629,11 @@ mod tests {
             ex.outgoing(&request, line).compose_for(ex.targets()[1], &mut copy);
             let copy = String::from_utf8(copy).unwrap();
             assert!(copy.starts_with("mg k ") && copy.contains("N100") && !copy.contains(" v"), "{copy}");
-            let all = [created[0].clone_said(), Said::Reply(Expect::Meta, b"HD W\r\n"), Said::Reply(Expect::Meta, b"HD W\r\n")];
+            let all = [
+                created[0].clone_said(),
+                Said::Reply(Expect::Meta, b"HD W\r\n"),
+                Said::Reply(Expect::Meta, b"HD W\r\n"),
+            ];
             assert_eq!(next(&mut ex, line, &router, &servers, &all, now), Step::Finish);
             assert_eq!(finish(&ex, line, &servers, &all), b"VA 0 W\r\n\r\n", "the primary's answer");
         }

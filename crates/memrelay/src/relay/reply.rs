@@ -109,7 +109,7 @@ impl Finished<'_> {
             }
             Some((_, Answer::Replied(reply, bytes))) => {
                 status = Some(reply.status);
-                out.extend_from_slice(&bytes[..reply.consumed]);
+                out.extend_from_slice(&bytes[..reply.answer_len()]);
                 outcome.error = reply.status.is_error();
                 if self.request.command.is_retrieval() && reply.status == Status::End {
                     outcome.hits = reply.items;
@@ -176,7 +176,8 @@ fn is_touching_read(command: Command) -> bool {
 /// value stored, an item found, a meta command done.
 pub(crate) fn primary_took(reply: &Reply) -> bool {
     match reply.status {
-        Status::Stored | Status::Done | Status::Value => true,
+        // `Noop`: a quiet request the server did and said nothing about.
+        Status::Stored | Status::Done | Status::Value | Status::Noop => true,
         Status::End => reply.items > 0,
         _ => false,
     }

@@ -116,6 +116,7 @@ impl Outgoing<'_> {
             Command::Set if self.request.too_large.is_some() => Expect::Line,
             _ if self.stage == Stage::WarmRead => Expect::Meta,
             Command::Cas | Command::Gat | Command::Gats if self.stage == Stage::Copies => Expect::Line,
+            _ if self.stage == Stage::Request && self.request.server_applies_quiet() => Expect::QuietMeta,
             command => expect_for(command),
         }
     }

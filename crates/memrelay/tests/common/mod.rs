@@ -145,7 +145,10 @@ impl Drop for Memrelay {
 }
 
 pub fn memrelay_command(engine: &str, port: u16, servers: &[String], extra_args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_memrelay"));
+    // MEMRELAY_TEST_BIN runs the suite against another build (to show a test failing on an
+    // older tree); by default, this build's binary.
+    let binary = std::env::var_os("MEMRELAY_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_memrelay").into());
+    let mut command = Command::new(binary);
     command.args(["--engine", engine, "--listen", &format!("127.0.0.1:{port}")]);
     for server in servers {
         command.args(["--server", server]);

@@ -48,10 +48,22 @@ impl Meta {
 }
 
 impl Request {
+    /// Whether the server, not memrelay, applies this request's quiet mode: an `ma` that may
+    /// create its item (`N`) is answered in quiet mode when it did (memcached 1.6.18 answers the
+    /// creation, `HD` or `VA`, and silences an increment), which only the server knows. Such a
+    /// request is forwarded with `q` and followed by `mn` ([`crate::Expect::QuietMeta`]).
+    pub fn server_applies_quiet(&self) -> bool {
+        self.command == Command::MetaArithmetic && self.meta.vivify && self.meta.quiet
+    }
+
     /// Whether quiet mode (`q`) leaves out a reply of this status, as memcached 1.6.18 does: a
     /// miss for `mg`, `HD` for `ms` and `md`, any success (`HD` or `VA`) for `ma`. Errors and the
     /// other codes are always sent.
     pub fn quiet_drops(&self, status: Status) -> bool {
+        if self.server_applies_quiet() {
+            // The server said nothing (`MN` came first).
+            return status == Status::Noop;
+        }
         self.meta.quiet
             && match self.command {
                 Command::MetaGet => status == Status::Miss,

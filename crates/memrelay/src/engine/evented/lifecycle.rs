@@ -90,14 +90,7 @@ impl EventLoop {
                 self.target_done(index, target, TargetResult::Failed(failure), &[]);
             } else if upstream.available(self.poll.registry(), now) {
                 let target = target as u16;
-                let outstanding = Outstanding {
-                    request: index,
-                    generation,
-                    target,
-                    expect,
-                    deadline,
-                    queued: now,
-                };
+                let outstanding = Outstanding { request: index, generation, target, expect, deadline, queued: now };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);
                 if !self.dirty.contains(&server) {
                     self.dirty.push(server);
@@ -126,7 +119,8 @@ impl EventLoop {
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
         let answer = answers(&entry.results, &entry.bodies);
         let router = &self.config.router;
-        let step = entry.exchange.next(request, &entry.input, answer, router, &*self.health, &mut self.warm_budget, now);
+        let step =
+            entry.exchange.next(request, &entry.input, answer, router, &*self.health, &mut self.warm_budget, now);
         if let Step::Send { from, deadline } = step {
             return self.send_to_targets(index, now, from, deadline);
         }

@@ -98,8 +98,15 @@ impl InFlight {
     pub fn finish(&mut self, addrs: &[SocketAddr], servers: &impl Servers) {
         let request = self.request.as_ref().expect("an in-flight entry carries a request");
         let answer = answers(&self.results, &self.bodies);
-        self.outcome =
-            self.exchange.finish(request, &self.input, answer, |s| addrs[s], servers, &mut self.cursors, &mut self.reply);
+        self.outcome = self.exchange.finish(
+            request,
+            &self.input,
+            answer,
+            |s| addrs[s],
+            servers,
+            &mut self.cursors,
+            &mut self.reply,
+        );
         self.done = true;
     }
 }

@@ -134,7 +134,15 @@ impl Worker {
         while let Step::Send { from, deadline } = step {
             self.round(&exchange, &request, &job.input, from, deadline);
             let answer = answers(&self.servers, &self.results);
-            step = exchange.next(&request, &job.input, answer, router, &*self.health, &mut self.warm_budget, Instant::now());
+            step = exchange.next(
+                &request,
+                &job.input,
+                answer,
+                router,
+                &*self.health,
+                &mut self.warm_budget,
+                Instant::now(),
+            );
         }
         job.times.last_reply = Instant::now();
         let (servers, results) = (&self.servers, &self.results);
@@ -175,7 +183,15 @@ impl Worker {
         }
         let (servers, results) = (&self.servers, &self.results);
         let mut dropped = std::mem::take(&mut self.dropped);
-        exchange.finish(&request, bytes, answers(servers, results), |s| servers[s].addr, &*self.health, &mut self.cursors, &mut dropped);
+        exchange.finish(
+            &request,
+            bytes,
+            answers(servers, results),
+            |s| servers[s].addr,
+            &*self.health,
+            &mut self.cursors,
+            &mut dropped,
+        );
         self.dropped = dropped;
         self.write_back = exchange;
     }
