@@ -3,7 +3,7 @@
 
 use memrelay::access::rules::Rule;
 use memrelay::access::{AccessSettings, Policy};
-use memrelay::health::HealthSettings;
+use memrelay::settings::HealthSettings;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -11,10 +11,11 @@
 use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 
 use crate::client::{Framing, Next};
-use crate::relay::exchange::{Exchange, Servers, Step};
+use crate::relay::exchange::{Exchange, Step};
 use crate::routing::ketama::KeyHash;
 use crate::routing::{Plan, Router};
 use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
+use crate::upstream::Servers;
 
 /// Most bytes one input may make memrelay look at (keeps a fuzz case fast).
 const MAX_INPUT: usize = 1 << 20;

@@ -1,5 +1,5 @@
 //! The configuration in force, as one **generation**: which servers (by stable id,
-//! [`crate::servers`]), how requests are routed to them, how long a server may take. A reload
+//! [`crate::upstream::registry`]), how requests are routed to them, how long a server may take. A reload
 //! ([`crate::reload`]) builds a new generation and publishes it whole. Each engine thread keeps
 //! the generation it works under and, before it routes a request, compares its number with the
 //! published one (one relaxed atomic load); it picks up a new one there. So a request is routed,
@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::routing::Router;
-use crate::servers::Registry;
 use crate::settings::Settings;
+use crate::upstream::registry::Registry;
 
 #[derive(Debug)]
 pub struct Generation {

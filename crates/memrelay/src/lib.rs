@@ -36,20 +36,17 @@ mod client;
 mod engine;
 pub mod fuzzing;
 pub mod generation;
-pub mod health;
 mod log_limit;
 pub mod measure;
 mod relay;
 pub mod reload;
-pub mod repair;
 pub mod routing;
-pub mod servers;
 pub mod settings;
 mod signals;
 mod startup;
 mod tls_files;
-mod upstream;
-mod upstream_tls;
+mod upkeep;
+pub mod upstream;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -59,7 +56,7 @@ pub use measure::https::{server_config as metrics_tls_config, MetricsTls};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::Settings;
 pub use startup::Error;
-pub use upstream_tls::{client_config as server_tls_config, server_name as server_tls_name, ServerTlsSettings};
+pub use upstream::tls::{client_config as server_tls_config, server_name as server_tls_name, ServerTlsSettings};
 
 /// memrelay's version, as `version` and `stats` report it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -3,7 +3,7 @@
 //! `--config` file under the same command line). A valid configuration becomes a new
 //! [`Generation`]: requests routed from then on use it, requests in flight finish under theirs,
 //! client connections stay open and servers that stay keep their connections (by address,
-//! [`crate::servers`]). An invalid one is refused with one log line naming the problem, and the
+//! [`crate::upstream::registry`]). An invalid one is refused with one log line naming the problem, and the
 //! generation in force stays.
 //!
 //! What a reload can change: the servers (addresses, weights, names), the routing (distribution,
@@ -22,8 +22,8 @@ use signal_hook::consts::SIGHUP;
 use signal_hook::iterator::Signals;
 
 use crate::generation::{Current, Generation};
-use crate::servers::Registry;
 use crate::settings::Settings;
+use crate::upstream::registry::Registry;
 
 /// Reads the configuration again: the settings, or the problem with them in one line.
 pub type Source = Box<dyn Fn() -> Result<Settings, String> + Send>;

@@ -89,16 +89,16 @@ pub struct Settings {
     /// How long a server may take (connect, write, reply) before the client gets SERVER_ERROR.
     pub server_timeout: Duration,
     /// When a failing server is taken down, and how it is probed.
-    pub health: crate::health::HealthSettings,
+    pub health: HealthSettings,
     /// Longest a shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
-    /// Where the repair sets are spooled ([`crate::repair::spool`]), if anywhere.
+    /// Where the repair sets are spooled ([`crate::upkeep::spool`]), if anywhere.
     pub repair_spool: Option<PathBuf>,
     /// Authentication, access rules, request limits ([`crate::access`]).
     pub access: crate::access::AccessSettings,
     /// A TLS listener for clients beside the plain one (evented engine).
     pub tls: Option<crate::TlsSettings>,
-    /// TLS to every server ([`crate::upstream_tls`]).
+    /// TLS to every server ([`crate::upstream::tls`]).
     pub server_tls: Option<crate::ServerTlsSettings>,
 }
 
@@ -142,7 +142,7 @@ pub enum ReadFrom {
     AnyReplica,
 }
 
-/// When a keyed write counts as done ([`crate::repair`]).
+/// When a keyed write counts as done ([`crate::upstream::repair_set`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WritePolicy {
     /// Every replica must succeed (a server that cannot be reached fails the write).
@@ -377,6 +377,37 @@ mod tests {
         ] {
             let error = route.parse::<PrefixRoute>().unwrap_err();
             assert!(error.contains(says), "{route}: {error}");
+        }
+    }
+}
+
+/// When a server is taken down and how it is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthSettings {
+    /// Consecutive failures that take a server down; 0 never does.
+    pub down_after: u32,
+    /// The first probe's delay after a server went down; it doubles per failed probe.
+    pub probe_first: Duration,
+    /// The longest delay between probes.
+    pub probe_max: Duration,
+    /// How long a restarted server stays cold (its misses retried on a replica and written
+    /// back); zero turns warming off.
+    pub warm_for: Duration,
+    /// How often the servers that are up are asked for their `pid` and `uptime`.
+    pub restart_check: Duration,
+    /// Most keys waiting for repair per server ([`crate::upstream::repair_set`]).
+    pub repair_max_keys: usize,
+}
+
+impl Default for HealthSettings {
+    fn default() -> Self {
+        HealthSettings {
+            down_after: 3,
+            probe_first: Duration::from_millis(100),
+            probe_max: Duration::from_secs(5),
+            warm_for: Duration::from_secs(60),
+            restart_check: Duration::from_secs(1),
+            repair_max_keys: 100_000,
         }
     }
 }

@@ -17,7 +17,6 @@ use socket2::{Domain, Socket, Type};
 use crate::access::Access;
 use crate::client::local::LocalAnswers;
 use crate::generation::{Current, Generation};
-use crate::health::{self, Health};
 use crate::measure;
 use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
@@ -25,10 +24,11 @@ use crate::measure::metrics::{Recorder, Window, WindowClock};
 use crate::measure::prometheus::Sources;
 use crate::measure::stats::{Shared, StatsThread};
 use crate::reload;
-use crate::repair::spool::Spool;
-use crate::servers::Registry;
 use crate::settings::Settings;
-use crate::upstream_tls::ServerTls;
+use crate::upkeep::spool::Spool;
+use crate::upstream::health::Health;
+use crate::upstream::registry::Registry;
+use crate::upstream::tls::ServerTls;
 
 /// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
 const LISTEN_BACKLOG: i32 = 4096;
@@ -166,7 +166,7 @@ impl Runtime {
         let probe = {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
             let (registry, current, tls) = (Arc::clone(&registry), Arc::clone(&current), server_tls.clone());
-            spawn("probe", move || health::probe::run(health, registry, current, tls, shutdown))?
+            spawn("probe", move || crate::upkeep::probe::run(health, registry, current, tls, shutdown))?
         };
         {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
@@ -181,7 +181,7 @@ impl Runtime {
                 None => None,
             };
             spawn("repair", move || {
-                crate::repair::worker::run(health, registry, current, tls, shutdown, max_value_len, spool)
+                crate::upkeep::repair::run(health, registry, current, tls, shutdown, max_value_len, spool)
             })?;
         }
         if let Some(addr) = settings.measurement.metrics_listen {

@@ -13,10 +13,10 @@ use memrelay_protocol::{compose, Command, Request};
 
 use crate::access::{self, Access, Reason};
 use crate::generation::Current;
-use crate::health::Health;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::Kind;
-use crate::servers::Registry;
+use crate::upstream::health::Health;
+use crate::upstream::registry::Registry;
 
 /// What `version` answers: the memcached protocol version memrelay speaks and nothing else.
 /// Clients parse it differently (libmemcached reads the leading `major.minor.micro` and its

@@ -17,10 +17,10 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::generation::Current;
-use crate::health::Health;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Kind, Window};
-use crate::servers::Registry as ServerRegistry;
+use crate::upstream::health::Health;
+use crate::upstream::registry::Registry as ServerRegistry;
 
 /// Upper bounds of the latency buckets, in seconds (microseconds to seconds).
 pub const BUCKETS_S: [f64; 16] =

@@ -25,8 +25,8 @@ use serde_json::{json, Value};
 use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
-use crate::servers::Registry;
 use crate::settings::Settings;
+use crate::upstream::registry::Registry;
 use crate::VERSION;
 
 /// Width of the summary's response-time histogram buckets (seed 000 section 1.9.2).

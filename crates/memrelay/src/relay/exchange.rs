@@ -31,25 +31,14 @@ use std::time::{Duration, Instant};
 
 use memrelay_protocol::Request;
 
-use super::failure::Failure;
 use super::reply::{primary_took, Answer, Finished};
 use super::rewrite::{Outgoing, Stage};
 use super::{next_failover, warm, win};
 use crate::measure::metrics::Outcome;
 use crate::routing::{placement_key, Plan, RouteBuf, Router};
 use crate::settings::WritePolicy;
-
-/// What the policy reads of the servers' state, and the one thing it writes: a key a server
-/// missed, for the repair thread.
-pub(crate) trait Servers {
-    fn is_down(&self, server: usize) -> bool;
-    /// Restarted a short while ago: its misses may be keys it lost ([`warm`]).
-    fn is_cold(&self, server: usize) -> bool;
-    /// Being repaired: may still hold values acknowledged writes replaced.
-    fn is_repairing(&self, server: usize) -> bool;
-    /// `server` missed a write of `key`.
-    fn missed(&self, server: usize, key: &[u8]);
-}
+use crate::upstream::failure::Failure;
+use crate::upstream::Servers;
 
 /// What the engine does next for a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! ([`failover_target`]). Pure functions: the engines only schedule the exchanges.
 
 pub(crate) mod exchange;
-pub(crate) mod failure;
+pub(crate) mod pick;
 pub(crate) mod reply;
 pub(crate) mod rewrite;
 pub(crate) mod stats;

@@ -14,9 +14,10 @@ use memrelay_protocol::request::TOO_LARGE;
 use memrelay_protocol::{compose, value_block, Command, ErrorReply, Reply, Request, Status};
 
 use crate::measure::metrics::Outcome;
-use crate::relay::failure::{pick_reply, pick_reply_under, Failure, Picked};
+use crate::relay::pick::{pick_reply, pick_reply_under, Picked};
 use crate::routing::Plan;
 use crate::settings::WritePolicy;
+use crate::upstream::failure::Failure;
 
 /// How one target's exchange went.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,5 @@
 //! Warming a restarted server (mcrouter's WarmUpRoute, for memrelay's replicas): while a server
-//! is cold ([`crate::health`]), a single-key `get` that misses there is asked again of another
+//! is cold ([`crate::upstream::health`]), a single-key `get` that misses there is asked again of another
 //! replica of the key with `mg <key> v f t` (the value, its flags and its remaining TTL); the
 //! client gets that replica's answer as a text reply, and the value is written back to the cold
 //! server with `ms <key> <len> F<flags> T<ttl> ME` (add mode: a newer value stored meanwhile is
@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use memrelay_protocol::{compose, Command, Reply, Request, Status};
 
-use super::exchange::Servers;
 use crate::routing::{Plan, Router};
+use crate::upstream::Servers;
 
 /// Write-backs a thread may start per second (a token bucket of one second's worth).
 pub(crate) const WRITE_BACKS_PER_SECOND: f64 = 5000.0;

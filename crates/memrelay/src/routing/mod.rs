@@ -5,7 +5,7 @@
 //!
 //! Round robin is an input (`rr`, one counter kept by the caller, seed 000 section 1.3), so a
 //! route is a function of the request and that number alone; so is the set of servers reads
-//! must avoid while they are repaired ([`crate::repair`]), passed as a predicate: a read goes to
+//! must avoid while they are repaired ([`crate::upstream::repair_set`]), passed as a predicate: a read goes to
 //! the next server (or replica) in its turn that is not being repaired, and the reads that need
 //! the key's primary (cas values, win tokens) go to its first replica that is not.
 
@@ -49,7 +49,7 @@ pub struct RouteBuf {
 #[derive(Debug)]
 pub struct Router {
     servers: usize,
-    /// The stable id ([`crate::servers`]) of the server at each position of the configuration:
+    /// The stable id ([`crate::upstream::registry`]) of the server at each position of the configuration:
     /// routes are computed on positions and answered in ids.
     ids: Vec<usize>,
     sharded: bool,

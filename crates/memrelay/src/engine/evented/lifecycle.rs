@@ -14,7 +14,7 @@ use super::thread::EventLoop;
 use super::upstream::{Outstanding, Upstream};
 use crate::measure::metrics::{kind_of, Outcome, Timestamps};
 use crate::relay::exchange::Step;
-use crate::relay::failure::Failure;
+use crate::upstream::failure::Failure;
 
 impl EventLoop {
     pub(super) fn start_request(&mut self, slot: usize, request: Request) {

@@ -11,9 +11,10 @@ use std::time::Instant;
 use memrelay_protocol::{Reply, Request};
 
 use crate::measure::metrics::{Outcome, Timestamps};
-use crate::relay::exchange::{Exchange, Servers};
-use crate::relay::failure::Failure;
+use crate::relay::exchange::Exchange;
 use crate::relay::reply::Answer;
+use crate::upstream::failure::Failure;
+use crate::upstream::Servers;
 
 /// What one target answered.
 #[derive(Debug, Clone, Copy)]

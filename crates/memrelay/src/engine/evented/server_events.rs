@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::requests::TargetResult;
 use super::thread::EventLoop;
-use crate::relay::failure::Failure;
+use crate::upstream::failure::Failure;
 
 impl EventLoop {
     pub(super) fn flush_upstream(&mut self, server: usize) {

@@ -20,14 +20,14 @@ use crate::client::local::LocalAnswers;
 use crate::client::{ClientSide, Next};
 use crate::engine::event_loop::{self, Scheduler};
 use crate::generation::{Current, Generation};
-use crate::health::Health;
 use crate::measure::metrics::Recorder;
 use crate::relay::warm::Budget;
-use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::startup::{Error, Runtime};
-use crate::upstream_tls::pump::Pump;
-use crate::upstream_tls::ServerTls;
+use crate::upstream::health::Health;
+use crate::upstream::registry::Registry;
+use crate::upstream::tls::pump::Pump;
+use crate::upstream::tls::ServerTls;
 
 /// Upstream tokens count down from here (above every client token).
 pub(super) const UPSTREAM_BASE: usize = usize::MAX - 16;

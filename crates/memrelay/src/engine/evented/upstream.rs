@@ -7,7 +7,7 @@
 //! outstanding on the connection (their replies can no longer be matched), drops it, and the
 //! next request reconnects after a backoff that doubles up to a ceiling.
 //!
-//! With TLS to the servers ([`crate::upstream_tls`]) the bytes go through the connection's
+//! With TLS to the servers ([`crate::upstream::tls`]) the bytes go through the connection's
 //! [`Pump`] instead of straight to the socket: `written` then counts what the session took, and a
 //! TLS failure (the handshake's included) fails the connection like any other.
 
@@ -21,9 +21,9 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
 use crate::buffer::{Filled, ReadBuffer};
-use crate::relay::failure::Failure;
 use crate::upstream::backoff::{self, Backoff};
-use crate::upstream_tls::pump::{Pump, Round};
+use crate::upstream::failure::Failure;
+use crate::upstream::tls::pump::{Pump, Round};
 
 const READ_CHUNK: usize = 64 * 1024;
 

@@ -12,7 +12,6 @@
 
 mod job;
 mod net;
-pub(crate) mod server;
 mod worker;
 
 use std::sync::atomic::AtomicBool;

@@ -11,18 +11,18 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use memrelay_protocol::{parse_request, Limits, Parse, Request};
 
 use super::job::Job;
-use super::server::ServerConn;
 use crate::generation::{Current, Generation};
-use crate::health::Health;
 use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::exchange::{Exchange, Step};
-use crate::relay::failure::Failure;
 use crate::relay::reply::Answer;
 use crate::relay::warm::Budget;
-use crate::servers::Registry;
 use crate::settings::Settings;
 use crate::startup::Runtime;
-use crate::upstream_tls::ServerTls;
+use crate::upstream::conn::ServerConn;
+use crate::upstream::failure::Failure;
+use crate::upstream::health::Health;
+use crate::upstream::registry::Registry;
+use crate::upstream::tls::ServerTls;
 
 pub(crate) struct Worker {
     /// The configuration in force, checked before each job.

@@ -6,7 +6,7 @@
 //! key that the other servers list in `lru_crawler metadump all` and that belongs on it.
 //! It also turns a restart the health probe noticed into a resync. Bounded per turn
 //! ([`BATCH`]) and by the server timeout per exchange; it stops with the shutdown flag. With TLS
-//! to the servers its connections are TLS too ([`crate::upstream_tls`]).
+//! to the servers its connections are TLS too ([`crate::upstream::tls`]).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,13 +20,13 @@ use base64::Engine;
 use memrelay_protocol::{compose, Command, Expect, Status};
 
 use super::spool::Spool;
-use super::Work;
-use crate::engine::pool::server::ServerConn;
 use crate::generation::{Current, Generation};
-use crate::health::Health;
 use crate::relay::warm;
-use crate::servers::{Registry, MAX_SERVER_IDS};
-use crate::upstream_tls::{blocking, Peer, ServerTls};
+use crate::upstream::conn::ServerConn;
+use crate::upstream::health::Health;
+use crate::upstream::registry::{Registry, MAX_SERVER_IDS};
+use crate::upstream::repair_set::Work;
+use crate::upstream::tls::{blocking, Peer, ServerTls};
 
 /// How long the thread sleeps when there is nothing to repair.
 const TICK: Duration = Duration::from_millis(20);

@@ -1,5 +1,5 @@
 //! One blocking TCP connection from a pool worker to one memcached server (TLS inside it with
-//! `--server-tls-ca`: the handshake is part of connecting, [`crate::upstream_tls::blocking`]).
+//! `--server-tls-ca`: the handshake is part of connecting, [`crate::upstream::tls::blocking`]).
 //!
 //! Sends a request and reads one reply, each bounded by a deadline. Any failure (refused, reset,
 //! timeout, a reply that makes no sense) drops the connection, since its state is unknown, and
@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
 use crate::buffer::{Filled, ReadBuffer};
-use crate::relay::failure::Failure;
 use crate::upstream::backoff::{self, Backoff};
-use crate::upstream_tls::blocking::{self, ServerStream};
-use crate::upstream_tls::Peer;
+use crate::upstream::failure::Failure;
+use crate::upstream::tls::blocking::{self, ServerStream};
+use crate::upstream::tls::Peer;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// The read timeout of the one read allowed past a request's deadline.

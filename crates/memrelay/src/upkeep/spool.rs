@@ -17,21 +17,10 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 
-use super::Repair;
-use crate::servers::Registry;
+use crate::upstream::registry::Registry;
+use crate::upstream::repair_set::{Record, Repair};
 
 const MAGIC: &str = "memrelay-repair-spool 1";
-
-/// One line of a spool file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Record {
-    /// The key missed a write on the server.
-    Key(Vec<u8>),
-    /// The server restarted empty: copy back everything that belongs on it.
-    Resync,
-    /// The set overflowed: flush the server, then resync it.
-    FlushAndResync,
-}
 
 pub(crate) struct Spool {
     dir: PathBuf,
@@ -219,11 +208,11 @@ mod tests {
         let again = Repair::new(10);
         let mut spool = Spool::open(dir.path(), &registry, &servers, &again).unwrap();
         assert!(again.is_repairing(1) && !again.is_repairing(0));
-        assert_eq!(again.next(1), Some(super::super::Work::Resync { flush_first: false }));
-        again.done(1, super::super::Work::Resync { flush_first: false }, true);
+        assert_eq!(again.next(1), Some(crate::upstream::repair_set::Work::Resync { flush_first: false }));
+        again.done(1, crate::upstream::repair_set::Work::Resync { flush_first: false }, true);
         let mut keys = Vec::new();
         while let Some(work) = again.next(1) {
-            if let super::super::Work::Key(key) = &work {
+            if let crate::upstream::repair_set::Work::Key(key) = &work {
                 keys.push(key.clone());
             }
             again.done(1, work, true);

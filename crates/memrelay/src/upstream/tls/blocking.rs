@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rustls::{ClientConnection, StreamOwned};
 
 use super::Peer;
-use crate::relay::failure::Failure;
+use crate::upstream::failure::Failure;
 
 /// A blocking connection to a server. The plain case stays a bare `TcpStream` (a match per call,
 /// no indirection).

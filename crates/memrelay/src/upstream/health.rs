@@ -14,46 +14,14 @@
 //! The hot path only loads an atomic per target (`is_down`) and, on a reply, loads the failure
 //! count (written only when it is not zero already), so a healthy pool costs no shared writes.
 
-pub(crate) mod probe;
-
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::relay::failure::Failure;
-use crate::repair::Repair;
-use crate::servers::{Registry, MAX_SERVER_IDS};
-
-/// When a server is taken down and how it is probed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HealthSettings {
-    /// Consecutive failures that take a server down; 0 never does.
-    pub down_after: u32,
-    /// The first probe's delay after a server went down; it doubles per failed probe.
-    pub probe_first: Duration,
-    /// The longest delay between probes.
-    pub probe_max: Duration,
-    /// How long a restarted server stays cold (its misses retried on a replica and written
-    /// back); zero turns warming off.
-    pub warm_for: Duration,
-    /// How often the servers that are up are asked for their `pid` and `uptime`.
-    pub restart_check: Duration,
-    /// Most keys waiting for repair per server ([`crate::repair`]).
-    pub repair_max_keys: usize,
-}
-
-impl Default for HealthSettings {
-    fn default() -> Self {
-        HealthSettings {
-            down_after: 3,
-            probe_first: Duration::from_millis(100),
-            probe_max: Duration::from_secs(5),
-            warm_for: Duration::from_secs(60),
-            restart_check: Duration::from_secs(1),
-            repair_max_keys: 100_000,
-        }
-    }
-}
+use crate::settings::HealthSettings;
+use crate::upstream::failure::Failure;
+use crate::upstream::registry::{Registry, MAX_SERVER_IDS};
+use crate::upstream::repair_set::Repair;
 
 #[derive(Debug, Default)]
 struct ServerHealth {
@@ -67,7 +35,7 @@ struct ServerHealth {
     restarts: AtomicU64,
 }
 
-/// The health of every server, by id ([`crate::servers`]).
+/// The health of every server, by id ([`crate::upstream::registry`]).
 #[derive(Debug)]
 pub struct Health {
     /// One per id a process can hand out, so that the hot path indexes without a lock while
@@ -188,8 +156,8 @@ impl Health {
     }
 }
 
-/// The per-request policy ([`crate::relay::exchange`]) reads the servers' state here.
-impl crate::relay::exchange::Servers for Health {
+/// The per-request policy reads the servers' state here.
+impl crate::upstream::Servers for Health {
     fn is_down(&self, server: usize) -> bool {
         Health::is_down(self, server)
     }

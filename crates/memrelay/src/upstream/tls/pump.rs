@@ -12,7 +12,7 @@ use rustls::ClientConnection;
 
 use super::Peer;
 use crate::buffer::{Filled, ReadBuffer};
-use crate::relay::failure::Failure;
+use crate::upstream::failure::Failure;
 
 /// TLS on one server connection: the server's [`Peer`] and the session of the current connection.
 pub(crate) struct Pump {

@@ -14,7 +14,7 @@
 //!   remaining TTL) from a replica that is up to date and stores it with a plain set, or deletes
 //!   the key when that replica has none. A key written again meanwhile is put back in the set
 //!   and copied again, so the last acknowledged write is what stays.
-//! - a server that **restarted** (its `pid` changed: [`crate::health`]) lost everything it had;
+//! - a server that **restarted** (its `pid` changed: [`crate::upstream::health`]) lost everything it had;
 //!   a full resync copies every key of an up-to-date replica that the restarted server holds a
 //!   copy of (memcached's `lru_crawler metadump all` lists them) in add mode, then the set.
 //!
@@ -22,15 +22,11 @@
 //! server is flushed and fully resynced instead, so nothing stale survives an overflow. Counts
 //! per server are in `stats` and the metrics.
 
-pub(crate) mod spool;
-pub(crate) mod worker;
-
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::servers::MAX_SERVER_IDS;
-use spool::Record;
+use crate::upstream::registry::MAX_SERVER_IDS;
 
 /// What the repair thread does next for a server.
 #[derive(Debug, PartialEq, Eq)]
@@ -83,7 +79,7 @@ pub struct RepairCounts {
 #[derive(Debug)]
 pub struct Repair {
     servers: Vec<ServerRepair>,
-    max_keys: usize,
+    pub(crate) max_keys: usize,
     /// Whether the sets are spooled to disk (records are kept for [`spool::Spool`]).
     spooling: AtomicBool,
 }
@@ -250,6 +246,17 @@ impl Repair {
             resyncs: s.resyncs.load(Ordering::Relaxed),
         }
     }
+}
+
+/// One line of a spool file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// The key missed a write on the server.
+    Key(Vec<u8>),
+    /// The server restarted empty: copy back everything that belongs on it.
+    Resync,
+    /// The set overflowed: flush the server, then resync it.
+    FlushAndResync,
 }
 
 #[cfg(test)]

@@ -23,9 +23,9 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 
 use crate::log_limit::OncePerSecond;
-use crate::relay::failure::Failure;
 use crate::settings::Endpoint;
 use crate::tls_files;
+use crate::upstream::failure::Failure;
 
 /// `--server-tls-ca`, `--server-tls-cert`, `--server-tls-key`, `--server-tls-min-version`.
 #[derive(Debug, Clone, PartialEq, Eq)]

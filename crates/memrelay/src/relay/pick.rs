@@ -1,59 +1,10 @@
-//! Why an exchange with a server failed, shared by both engines: says where the failure came
-//! from for the client's `SERVER_ERROR` line. All of these may succeed on retry.
-
-use std::fmt;
-use std::io;
+//! Which target's reply a replicated request relays ([`pick_reply`]), and under a write policy
+//! that repairs replicas, whether enough of them answered ([`pick_reply_under`]).
 
 use memrelay_protocol::Status;
 
 use crate::settings::WritePolicy;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// Connection refused or not yet retried after an earlier failure.
-    Unavailable,
-    Timeout,
-    /// The server closed or reset the connection.
-    Reset,
-    /// The server sent something that is not a memcached reply.
-    BadReply,
-    /// TLS to the server failed: its certificate did not verify, it does not speak TLS, or it
-    /// ended the session with an alert ([`crate::upstream_tls`]; the reason is logged).
-    Tls,
-    /// The server is down (health): failed at once, without trying it.
-    Down,
-    /// The server is being brought up to date ([`crate::repair`]): a write is not sent to it
-    /// but added to its repair set.
-    Repairing,
-}
-
-impl Failure {
-    pub fn reason(self) -> &'static str {
-        match self {
-            Failure::Unavailable => "server unavailable",
-            Failure::Timeout => "server timeout",
-            Failure::Reset => "server closed the connection",
-            Failure::BadReply => "invalid reply from server",
-            Failure::Tls => "server TLS failed",
-            Failure::Down => "server down",
-            Failure::Repairing => "server being repaired",
-        }
-    }
-
-    pub fn from_io(error: &io::Error) -> Failure {
-        match error.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::Timeout,
-            io::ErrorKind::ConnectionRefused => Failure::Unavailable,
-            _ => Failure::Reset,
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.reason())
-    }
-}
+use crate::upstream::failure::Failure;
 
 /// Which target's reply a replicated request relays: the first failure in target order (a
 /// connection failure, or a server's own failure reply such as NOT_STORED), otherwise the
@@ -72,7 +23,7 @@ pub fn pick_reply(results: impl Iterator<Item = Result<Status, Failure>>) -> Opt
     first_success
 }
 
-/// What a keyed write answers under a write policy that repairs ([`crate::repair`]).
+/// What a keyed write answers under a write policy that repairs ([`crate::upstream::repair_set`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Picked {
     /// Relay this target's reply.

@@ -3,7 +3,7 @@
 //! server back. Every `restart_check` it also asks each server that is up for its `pid` and
 //! `uptime` (`stats`): a new pid or a smaller uptime is a restart, and the server is marked cold.
 //! Bounded by the server timeout per exchange and by the shutdown flag. With TLS to the servers,
-//! each exchange's connection is TLS too ([`crate::upstream_tls`]).
+//! each exchange's connection is TLS too ([`crate::upstream::tls`]).
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,17 +11,17 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::Health;
 use crate::generation::Current;
-use crate::servers::{Registry, MAX_SERVER_IDS};
 use crate::upstream::backoff::Backoff;
-use crate::upstream_tls::blocking;
-use crate::upstream_tls::ServerTls;
+use crate::upstream::health::Health;
+use crate::upstream::registry::{Registry, MAX_SERVER_IDS};
+use crate::upstream::tls::blocking;
+use crate::upstream::tls::ServerTls;
 
 /// How the probe reaches one server: its address, and TLS when it is on.
 struct Dial {
     addr: std::net::SocketAddr,
-    tls: Option<crate::upstream_tls::Peer>,
+    tls: Option<crate::upstream::tls::Peer>,
 }
 
 impl Dial {

@@ -1,0 +1,8 @@
+//! The threads that look after the servers, beside the engines (never inside one): the health
+//! probe of servers that are down and the restart check ([`probe`]), the repair thread that
+//! brings replicas up to date ([`repair`]) and the spool that keeps repair sets on disk
+//! ([`spool`]).
+
+pub(crate) mod probe;
+pub(crate) mod repair;
+pub(crate) mod spool;
