@@ -1,8 +1,9 @@
 //! The command line (binary side only): the clap definition of every option and its conversion,
 //! validated once, into the library's typed [`Settings`]. Nothing in the library sees clap.
 
-use memrelay::access::rules::Rule;
-use memrelay::access::{AccessSettings, Policy};
+use memrelay::access::Policy;
+use memrelay::settings::access_rules::Rule;
+use memrelay::settings::AccessSettings;
 use memrelay::settings::HealthSettings;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -99,7 +99,7 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
             toml::Value::Array(items) if option == "access" => {
                 for item in items {
                     let toml::Value::Table(table) = item else { return Err(bad("must be tables ([[access]])")) };
-                    let rule = memrelay::access::rules::Rule::from_table(table).map_err(|what| bad(&what))?;
+                    let rule = memrelay::settings::access_rules::Rule::from_table(table).map_err(|what| bad(&what))?;
                     out.extend(["--access".to_string(), rule.to_inline()]);
                 }
             }

@@ -12,8 +12,8 @@ use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 
 use crate::client::{Framing, Next};
 use crate::relay::exchange::{Exchange, Step};
-use crate::routing::ketama::KeyHash;
 use crate::routing::{Plan, Router};
+use crate::settings::KeyHash;
 use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
 use crate::upstream::Servers;
 
@@ -198,7 +198,7 @@ pub fn access_rules(data: &[u8]) {
     use crate::access::authfile::Users;
     use crate::access::check::check;
     use crate::access::login::{login, Login};
-    use crate::access::rules::Rule;
+    use crate::settings::access_rules::Rule;
 
     let data = &data[..data.len().min(MAX_INPUT)];
     let mut parts = split_parts(data);

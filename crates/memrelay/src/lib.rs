@@ -34,6 +34,7 @@ pub mod access;
 mod buffer;
 mod client;
 mod engine;
+pub mod export;
 pub mod fuzzing;
 pub mod generation;
 mod log_limit;
@@ -51,12 +52,12 @@ pub mod upstream;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use client::tls::{certificate_identity, server_config as client_tls_config, TlsSettings};
-pub use measure::https::{server_config as metrics_tls_config, MetricsTls};
+pub use client::tls::{certificate_identity, server_config as client_tls_config};
+pub use export::https::server_config as metrics_tls_config;
 pub use routing::ketama::{self, KeyHash};
-pub use settings::Settings;
+pub use settings::{MetricsTls, ServerTlsSettings, Settings, TlsSettings};
 pub use startup::Error;
-pub use upstream::tls::{client_config as server_tls_config, server_name as server_tls_name, ServerTlsSettings};
+pub use upstream::tls::{client_config as server_tls_config, server_name as server_tls_name};
 
 /// memrelay's version, as `version` and `stats` report it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

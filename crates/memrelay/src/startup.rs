@@ -16,13 +16,14 @@ use socket2::{Domain, Socket, Type};
 
 use crate::access::Access;
 use crate::client::local::LocalAnswers;
+use crate::export::prometheus::Sources;
+use crate::export::stats::{Shared, StatsThread};
 use crate::generation::{Current, Generation};
 use crate::measure;
+use crate::measure::clock::WindowClock;
 use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
-use crate::measure::metrics::{Recorder, Window, WindowClock};
-use crate::measure::prometheus::Sources;
-use crate::measure::stats::{Shared, StatsThread};
+use crate::measure::metrics::{Recorder, Window};
 use crate::reload;
 use crate::settings::Settings;
 use crate::upkeep::spool::Spool;
@@ -186,10 +187,12 @@ impl Runtime {
         }
         if let Some(addr) = settings.measurement.metrics_listen {
             let server = match &settings.measurement.metrics_tls {
-                None => Metrics::Http(measure::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?),
+                None => {
+                    Metrics::Http(crate::export::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?)
+                }
                 Some(tls) => Metrics::Https(
-                    measure::https::bind(addr).map_err(|source| Error::Listen { addr, source })?,
-                    measure::https::server_config(tls).map_err(Error::Access)?,
+                    crate::export::https::bind(addr).map_err(|source| Error::Listen { addr, source })?,
+                    crate::export::https::server_config(tls).map_err(Error::Access)?,
                 ),
             };
             let sources = Sources {
@@ -198,11 +201,13 @@ impl Runtime {
                 registry: Arc::clone(&registry),
                 current: Arc::clone(&current),
             };
-            let registry = measure::prometheus::registry(sources);
+            let registry = crate::export::prometheus::registry(sources);
             let (access, shutdown) = (Arc::clone(&access), Arc::clone(&shutdown));
             spawn("metrics", move || match server {
-                Metrics::Http(server) => measure::endpoint::serve(server, registry, access, shutdown),
-                Metrics::Https(listener, config) => measure::https::serve(listener, config, registry, access, shutdown),
+                Metrics::Http(server) => crate::export::endpoint::serve(server, registry, access, shutdown),
+                Metrics::Https(listener, config) => {
+                    crate::export::https::serve(listener, config, registry, access, shutdown)
+                }
             })?;
         }
         if let Some(source) = reload {

@@ -12,9 +12,9 @@ use std::borrow::Cow;
 
 use memrelay_protocol::{Command, ErrorReply, Request};
 
-use super::rules::{Admin, Rule};
 use super::Reason;
-use crate::client::local::SERVER_STATS_GROUPS;
+use crate::routing::local::SERVER_STATS_GROUPS;
+use crate::settings::access_rules::{Admin, Rule};
 
 /// A refused request: why (counted by reason) and what the client is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

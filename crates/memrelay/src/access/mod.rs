@@ -4,7 +4,6 @@
 //!
 //! - [`authfile`]: the users of a `memcached -Y` auth file.
 //! - [`login`]: the `set` that carries `user password`, read as memcached reads it.
-//! - [`rules`]: `[[access]]` rules (prefixes, read-only, admin grants) and which applies to whom.
 //! - [`check`]: the one decision per parsed request, before routing, shared by both engines.
 //!
 //! [`Access`] holds the policy in force (replaced whole by a reload: the auth file and the rules
@@ -14,38 +13,18 @@
 pub mod authfile;
 pub mod check;
 pub mod login;
-pub mod rules;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use memrelay_protocol::{ErrorReply, Request};
 
+use crate::settings::access_rules::{Rule, Rules};
+use crate::settings::AccessSettings;
 use authfile::Users;
 use check::Denial;
 use login::Login;
-use rules::{Rule, Rules};
-
-/// Access control and amplification limits as configured.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AccessSettings {
-    /// `--auth-file`: connections must log in as one of its users (memcached `-Y`).
-    pub auth_file: Option<PathBuf>,
-    /// `--access` / `[[access]]`.
-    pub rules: Vec<Rule>,
-    /// `--max-keys-per-get`: keys of one `get`/`gets`/`gat`/`gats`.
-    pub max_keys_per_get: Option<usize>,
-    /// `--max-reply-bytes`: bytes of one reply to a client.
-    pub max_reply_bytes: Option<usize>,
-    /// `--metrics-auth-file`: `/metrics` asks for HTTP basic authentication as one of its users
-    /// (the auth file's format).
-    pub metrics_auth_file: Option<PathBuf>,
-    /// Client certificates are verified (`--tls-client-ca`): the names they carry are identities
-    /// the rules may name, as the auth file's users are.
-    pub certificate_identities: bool,
-}
 
 /// Why a request was refused (a label of `memrelay_access_denied_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

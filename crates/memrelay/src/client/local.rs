@@ -25,21 +25,6 @@ use crate::upstream::registry::Registry;
 /// line carries one version only; memrelay's own is `stats`' `memrelay_version`.
 pub(crate) const VERSION_REPLY: &str = "1.6.0";
 
-/// memcached's `stats` groups memrelay gathers from every server (`relay::stats`); it answers
-/// the others itself.
-pub(crate) const SERVER_STATS_GROUPS: [&[u8]; 4] = [b"items", b"slabs", b"sizes", b"settings"];
-
-/// Whether memrelay answers `request` itself.
-pub(crate) fn is_local(request: &Request, buf: &[u8]) -> bool {
-    match request.command {
-        Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => true,
-        Command::Stats => !SERVER_STATS_GROUPS.contains(&&buf[request.keys.clone()]),
-        // `gat <exptime>` without keys.
-        Command::Gat | Command::Gats => request.key_count == 0,
-        _ => false,
-    }
-}
-
 #[derive(Clone)]
 pub struct LocalAnswers {
     live: Arc<LiveTotals>,

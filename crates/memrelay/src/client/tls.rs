@@ -17,36 +17,16 @@
 //! connections accepted afterwards use the new ones, established ones keep theirs.
 
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mio::net::TcpStream;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ServerConfig, ServerConnection};
 
 use super::io::{ClientIo, ReadLimit};
+use crate::settings::TlsSettings;
 use crate::tls_files;
-
-/// `--tls-listen`, `--tls-cert`, `--tls-key`, `--tls-min-version`, `--tls-client-ca`,
-/// `--tls-client-auth`, `--tls-handshake-timeout`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsSettings {
-    pub listen: SocketAddr,
-    /// PEM: the certificate chain, leaf first.
-    pub cert: PathBuf,
-    /// PEM: its private key (PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
-    /// Oldest TLS version taken: 12 or 13.
-    pub min_version: u8,
-    /// Client certificates are asked for and verified against this CA bundle (PEM).
-    pub client_ca: Option<PathBuf>,
-    /// With `client_ca`: a client without a certificate is still taken (as no identity).
-    pub client_cert_optional: bool,
-    /// A handshake not finished by then closes the connection.
-    pub handshake_timeout: Duration,
-}
 
 /// The rustls configuration `settings` describe (the error names the file and the problem).
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, String> {

@@ -48,8 +48,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 
+use crate::measure::clock::WindowClock;
 use crate::measure::cpu;
-use crate::measure::metrics::WindowClock;
 
 /// The mean gap between two samples of the requests inside memrelay (the gaps are exponential).
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(1);

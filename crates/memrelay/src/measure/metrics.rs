@@ -13,6 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 use memrelay_protocol::{Command, Request};
 
+use crate::measure::clock::WindowClock;
 use crate::measure::in_system::InSystem;
 
 /// Request kinds, as the seeds count them.
@@ -287,22 +288,6 @@ impl Window {
         self.queue_len_sum += other.queue_len_sum;
         self.queue_len_samples += other.queue_len_samples;
         self.queue_len_max = self.queue_len_max.max(other.queue_len_max);
-    }
-}
-
-/// The window clock every thread shares, so that window k means the same span everywhere.
-#[derive(Debug, Clone, Copy)]
-pub struct WindowClock {
-    pub start: Instant,
-    pub length: Duration,
-}
-
-impl WindowClock {
-    pub fn index(&self, at: Instant) -> u64 {
-        (at.saturating_duration_since(self.start).as_nanos() / self.length.as_nanos().max(1)) as u64
-    }
-    pub fn end_of(&self, index: u64) -> Instant {
-        self.start + self.length * (index as u32 + 1)
     }
 }
 

@@ -399,7 +399,7 @@ mod tests {
     use memrelay_protocol::{parse_request, Expect, Limits, Parse, Reply, ReplyParser};
 
     use super::*;
-    use crate::routing::ketama::KeyHash;
+    use crate::settings::KeyHash;
     use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
 
     const TIMEOUT: Duration = Duration::from_secs(1);

@@ -10,6 +10,7 @@
 //! the key's primary (cas values, win tokens) go to its first replica that is not.
 
 pub mod ketama;
+pub(crate) mod local;
 
 use memrelay_protocol::{Command, Request};
 
@@ -130,7 +131,7 @@ impl Router {
         out.targets.clear();
         out.key_owner.clear();
         out.touches.clear();
-        if crate::client::local::is_local(request, buf) {
+        if local::is_local(request, buf) {
             return Plan::Local;
         }
         let key = || placement_key(request, buf);

@@ -16,10 +16,10 @@ use mio::{Events, Poll, Token};
 
 use super::job::Job;
 use crate::client::io::ReadLimit;
-use crate::client::local::is_local;
 use crate::client::{ClientSide, Next};
 use crate::engine::event_loop::Scheduler;
 use crate::measure::metrics::{Kind, Outcome, Recorder, Timestamps};
+use crate::routing::local::is_local;
 
 /// Bytes a client may have buffered beyond its request in flight before reading pauses.
 const MAX_BUFFERED: usize = 4 * 1024 * 1024;

@@ -16,29 +16,15 @@ pub(crate) mod blocking;
 pub(crate) mod pump;
 
 use std::io;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 
 use crate::log_limit::OncePerSecond;
-use crate::settings::Endpoint;
+use crate::settings::{Endpoint, ServerTlsSettings};
 use crate::tls_files;
 use crate::upstream::failure::Failure;
-
-/// `--server-tls-ca`, `--server-tls-cert`, `--server-tls-key`, `--server-tls-min-version`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerTlsSettings {
-    /// PEM: the CA certificates a server's certificate must chain to.
-    pub ca: PathBuf,
-    /// PEM: a client certificate chain (leaf first) for servers that ask for one.
-    pub cert: Option<PathBuf>,
-    /// PEM: its private key (PKCS#8, PKCS#1 or SEC1).
-    pub key: Option<PathBuf>,
-    /// Oldest TLS version spoken: 12 or 13.
-    pub min_version: u8,
-}
 
 /// The rustls configuration `settings` describe (the error names the option, the file and the
 /// problem).

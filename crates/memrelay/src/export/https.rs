@@ -9,7 +9,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +18,7 @@ use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::endpoint::{answer, AnswerKind, CHALLENGE, CONTENT_TYPE, POLL};
 use crate::access::Access;
+use crate::settings::MetricsTls;
 
 /// Scrapes served at once; connections beyond are closed at once.
 pub(crate) const MAX_CONNECTIONS: usize = 8;
@@ -27,15 +27,6 @@ pub(crate) const MAX_CONNECTIONS: usize = 8;
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest request head read (request line and headers).
 const MAX_HEAD: usize = 16 * 1024;
-
-/// `--metrics-tls-cert` and `--metrics-tls-key`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetricsTls {
-    /// PEM: the certificate chain, leaf first.
-    pub cert: PathBuf,
-    /// PEM: its private key.
-    pub key: PathBuf,
-}
 
 /// The rustls configuration (the error names the option and the file).
 pub fn server_config(tls: &MetricsTls) -> Result<Arc<ServerConfig>, String> {

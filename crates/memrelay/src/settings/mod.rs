@@ -9,7 +9,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::routing::ketama::KeyHash;
+use access_rules::Rule;
+
+pub mod access_rules;
+pub mod key_hash;
+pub mod tls;
+
+pub use key_hash::KeyHash;
+pub use tls::{MetricsTls, ServerTlsSettings, TlsSettings};
 
 /// An address as given and as resolved, with what the ketama ring needs of a server: its
 /// weight, and the string hashed for its points (twemproxy's: the name when one is given, else
@@ -95,11 +102,11 @@ pub struct Settings {
     /// Where the repair sets are spooled ([`crate::upkeep::spool`]), if anywhere.
     pub repair_spool: Option<PathBuf>,
     /// Authentication, access rules, request limits ([`crate::access`]).
-    pub access: crate::access::AccessSettings,
+    pub access: AccessSettings,
     /// A TLS listener for clients beside the plain one (evented engine).
-    pub tls: Option<crate::TlsSettings>,
+    pub tls: Option<TlsSettings>,
     /// TLS to every server ([`crate::upstream::tls`]).
-    pub server_tls: Option<crate::ServerTlsSettings>,
+    pub server_tls: Option<ServerTlsSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +286,7 @@ pub struct Measurement {
     /// Where Prometheus scrapes `/metrics`.
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// `/metrics` over HTTPS with this certificate.
-    pub metrics_tls: Option<crate::measure::https::MetricsTls>,
+    pub metrics_tls: Option<MetricsTls>,
 }
 
 /// A replication factor, resolved against the number of servers at start.
@@ -410,4 +417,23 @@ impl Default for HealthSettings {
             repair_max_keys: 100_000,
         }
     }
+}
+
+/// Access control and amplification limits as configured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccessSettings {
+    /// `--auth-file`: connections must log in as one of its users (memcached `-Y`).
+    pub auth_file: Option<PathBuf>,
+    /// `--access` / `[[access]]`.
+    pub rules: Vec<Rule>,
+    /// `--max-keys-per-get`: keys of one `get`/`gets`/`gat`/`gats`.
+    pub max_keys_per_get: Option<usize>,
+    /// `--max-reply-bytes`: bytes of one reply to a client.
+    pub max_reply_bytes: Option<usize>,
+    /// `--metrics-auth-file`: `/metrics` asks for HTTP basic authentication as one of its users
+    /// (the auth file's format).
+    pub metrics_auth_file: Option<PathBuf>,
+    /// Client certificates are verified (`--tls-client-ca`): the names they carry are identities
+    /// the rules may name, as the auth file's users are.
+    pub certificate_identities: bool,
 }

@@ -22,9 +22,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
+use crate::measure::clock::WindowClock;
 use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
-use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window, WindowClock};
+use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window};
 use crate::settings::Settings;
 use crate::upstream::registry::Registry;
 use crate::VERSION;
