@@ -1,6 +1,6 @@
 //! The configuration in force, as one **generation**: which servers (by stable id,
 //! [`crate::upstream::registry`]), how requests are routed to them, how long a server may take. A reload
-//! ([`crate::reload`]) builds a new generation and publishes it whole. Each engine thread keeps
+//! (`reload`) builds a new generation and publishes it whole. Each engine thread keeps
 //! the generation it works under and, before it routes a request, compares its number with the
 //! published one (one relaxed atomic load); it picks up a new one there. So a request is routed,
 //! timed and failed over under one generation from start to end, and requests in flight when a

@@ -55,12 +55,9 @@ use std::sync::Arc;
 pub use client::tls::{certificate_identity, server_config as client_tls_config};
 pub use export::https::server_config as metrics_tls_config;
 pub use routing::ketama::{self, KeyHash};
-pub use settings::{MetricsTls, ServerTlsSettings, Settings, TlsSettings};
+pub use settings::{MetricsTls, ServerTlsSettings, Settings, TlsSettings, VERSION};
 pub use startup::Error;
 pub use upstream::tls::{client_config as server_tls_config, server_name as server_tls_name};
-
-/// memrelay's version, as `version` and `stats` report it.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Runs the configured engine until SIGINT/SIGTERM, then returns after a clean stop.
 pub fn run(settings: Settings) -> Result<(), Error> {

@@ -101,7 +101,7 @@ impl LocalAnswers {
         compose::stat(out, "uptime", self.started.elapsed().as_secs());
         compose::stat(out, "time", unix);
         compose::stat(out, "version", VERSION_REPLY);
-        compose::stat(out, "memrelay_version", env!("CARGO_PKG_VERSION"));
+        compose::stat(out, "memrelay_version", crate::settings::VERSION);
         compose::stat(out, "threads", self.threads);
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));

@@ -27,8 +27,8 @@ use crate::measure::in_system::InSystem;
 use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{micros, Kind, KindStats, Sample, Window};
 use crate::settings::Settings;
+use crate::settings::VERSION;
 use crate::upstream::registry::Registry;
-use crate::VERSION;
 
 /// Width of the summary's response-time histogram buckets (seed 000 section 1.9.2).
 const HISTOGRAM_BUCKET_US: u64 = 100;

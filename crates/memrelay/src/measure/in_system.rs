@@ -27,7 +27,7 @@
 //! took. A request counts from the read that brought its first byte, as its response time does,
 //! and until its reply is written, so that the samples and X·R cover the same interval: while
 //! its bytes wait unparsed it is counted by its client's thread
-//! ([`crate::client::ClientSide::arriving`]), then by the thread that took it. The pool's net
+//! (the client side's `ClientSide::arriving`), then by the thread that took it. The pool's net
 //! thread sets its counter to the requests it queued plus those arriving, and the worker that
 //! writes a reply counts it out at the instant its response time ends (so single counters go
 //! negative; their sum is the count); an event loop sets its count to its requests in flight plus

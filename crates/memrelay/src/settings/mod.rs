@@ -16,6 +16,9 @@ pub mod key_hash;
 pub mod tls;
 
 pub use key_hash::KeyHash;
+
+/// memrelay's version, as `stats` reports it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use tls::{MetricsTls, ServerTlsSettings, TlsSettings};
 
 /// An address as given and as resolved, with what the ketama ring needs of a server: its
@@ -99,7 +102,7 @@ pub struct Settings {
     pub health: HealthSettings,
     /// Longest a shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
-    /// Where the repair sets are spooled ([`crate::upkeep::spool`]), if anywhere.
+    /// Where the repair sets are spooled (the spool, `upkeep::spool`), if anywhere.
     pub repair_spool: Option<PathBuf>,
     /// Authentication, access rules, request limits ([`crate::access`]).
     pub access: AccessSettings,
