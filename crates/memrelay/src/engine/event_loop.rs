@@ -8,19 +8,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::{Events, Token};
+use mio::{Events, Poll, Token};
 
 use crate::client::{CLIENT_TOKENS, LISTENER, TLS_LISTENER, WAKER};
 use crate::measure::metrics::Recorder;
 
 /// What an engine does at each point of the loop.
 pub(crate) trait Scheduler {
-    /// Waits for events (the engine owns its `Poll`).
-    fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()>;
+    /// The engine's `Poll` (it owns its sockets' registrations).
+    fn poll(&mut self) -> &mut Poll;
     fn recorder(&mut self) -> &mut Recorder;
     /// Runs what is due at `now` (and finishes what that completed); returns when the engine next
     /// needs to run without an event.
-    fn timers(&mut self, now: Instant) -> Option<Instant>;
+    fn timers(&mut self, _now: Instant) -> Option<Instant> {
+        None
+    }
     fn accept(&mut self);
     /// When accepting must be tried again without an event (descriptors ran out).
     fn accept_retry_at(&self) -> Option<Instant>;
@@ -64,7 +66,7 @@ pub(crate) fn run<S: Scheduler>(engine: &mut S, shutdown: &AtomicBool, grace: Du
             }
             wait = wait.min(Duration::from_millis(10));
         }
-        if let Err(e) = engine.wait(&mut events, wait) {
+        if let Err(e) = engine.poll().poll(&mut events, Some(wait)) {
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }

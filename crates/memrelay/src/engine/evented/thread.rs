@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::Limits;
 use mio::event::Event;
 use mio::net::TcpListener;
-use mio::{Events, Poll, Token};
+use mio::{Poll, Token};
 
 use super::requests::Requests;
 use super::upstream::{Outstanding, Upstream};
@@ -197,8 +197,8 @@ impl EventLoop {
 }
 
 impl Scheduler for EventLoop {
-    fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
-        self.poll.poll(events, Some(timeout))
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
     }
 
     fn recorder(&mut self) -> &mut Recorder {

@@ -5,14 +5,13 @@
 //! in order. It answers `version`, `verbosity`, `stats` and `quit` itself, and it finishes
 //! writing replies a worker could not write at once (a worker never waits on a slow client).
 
-use std::io;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use memrelay_protocol::{Command, Request};
 use mio::event::Event;
-use mio::{Events, Poll, Token};
+use mio::{Poll, Token};
 
 use super::job::Job;
 use crate::client::io::ReadLimit;
@@ -138,16 +137,12 @@ impl NetThread {
 }
 
 impl Scheduler for NetThread {
-    fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
-        self.poll.poll(events, Some(timeout))
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
     }
 
     fn recorder(&mut self) -> &mut Recorder {
         &mut self.recorder
-    }
-
-    fn timers(&mut self, _now: Instant) -> Option<Instant> {
-        None
     }
 
     fn accept(&mut self) {
@@ -174,18 +169,15 @@ impl Scheduler for NetThread {
     /// Parses and dispatches the client's next requests while none is in flight, then closes the
     /// client if it is finished.
     fn pump(&mut self, slot: usize) {
-        let mut starved = false;
-        loop {
+        // Whether the loop stopped for want of a whole request (reading must go on).
+        let starved = loop {
             self.flush_client(slot);
             let Some(session) = self.clients.sessions.get_mut(slot) else { return };
             if session.engine.busy || !session.io.flushed() {
-                break;
+                break false;
             }
             match session.next_request(&self.clients.limits, &self.clients.local) {
-                Next::Wait => {
-                    starved = true;
-                    break;
-                }
+                Next::Wait => break true,
                 Next::Invalid(reply) => {
                     if let Some(reply) = reply {
                         reply.write_to(session.io.output());
@@ -194,11 +186,11 @@ impl Scheduler for NetThread {
                 Next::Request(request) if is_local(&request, session.pending()) => self.answer_locally(slot, &request),
                 Next::Request(request) => {
                     if !self.enqueue(slot, request) {
-                        break;
+                        break false;
                     }
                 }
             }
-        }
+        };
         self.resume_reading(slot, starved);
         self.clients.note_arriving(slot);
         self.close_if_done(slot);
