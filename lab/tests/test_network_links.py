@@ -100,3 +100,27 @@ def test_the_calibration_configuration_is_reproduced_and_the_link_predicted_at_e
     assert doubled < 0.75 * 410.0, doubled
     calibrated = model.demands.set_index("clients").loc[2, "off_link_part"]
     assert 0 < calibrated < 1
+
+
+def test_the_shared_processor_model_has_the_link_and_predicts_from_the_lowest_population():
+    from memrelay_lab.analysis import named_bottlenecks, predict_configurations, predictions_frame
+
+    table = link_bound_table()
+    # Processor time per request as a testbed run measures it (µs), on 2 cores: far from a bound.
+    table = table.assign(cores=2, engine="pool", instances=1, threads_per_instance=1, pipeline=1,
+                         cpu_bench_us=40.0, cpu_net_us=15.0, cpu_other_us=2.0, cpu_worker_us=20.0,
+                         cpu_memcached_us=10.0, cpu_loop_us=0.0, cpu_total_us=87.0)
+    columns = ["clients", "workers", "middlewares", "engine"]
+    frame = predictions_frame(predict_configurations(table, columns, calibrate={"clients": [2]})).set_index("clients")
+    assert frame.loc[2, "calibration"] and abs(frame.loc[2, "throughput_predicted"] / 410.0 - 1) < 1e-3
+    for clients in (2, 8, 32):
+        assert frame.loc[clients, "bottleneck"] == "link from m1"
+        assert frame.loc[clients, "throughput_predicted"] <= BOUND * (1 + 1e-6)
+        assert abs(frame.loc[clients, "throughput_predicted"] / 410.0 - 1) <= 0.10, frame.loc[clients]
+    # The report names one bottleneck per configuration, this model's.
+    assert set(named_bottlenecks(table, columns, ["clients"]).values()) == {"link from m1"}
+    # The check can fail: without the link's rate the model has no link, and predicts 32 clients
+    # far past what the link lets through.
+    blind = predictions_frame(predict_configurations(table.assign(**{"link:m1:rate_mbit": math.nan}), columns,
+                                                     calibrate={"clients": [2]})).set_index("clients")
+    assert blind.loc[32, "throughput_predicted"] > 1.5 * 410.0 and blind.loc[32, "bottleneck"] != "link from m1"
