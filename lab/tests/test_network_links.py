@@ -112,7 +112,9 @@ def test_the_shared_processor_model_has_the_link_and_predicts_from_the_lowest_po
                          cpu_memcached_us=10.0, cpu_loop_us=0.0, cpu_total_us=87.0)
     columns = ["clients", "workers", "middlewares", "engine"]
     frame = predictions_frame(predict_configurations(table, columns, calibrate={"clients": [2]})).set_index("clients")
-    assert frame.loc[2, "calibration"] and abs(frame.loc[2, "throughput_predicted"] / 410.0 - 1) < 1e-3
+    # The link is saturated already at 2 clients (410 of 436/s): no off-processor wait can be
+    # told from the throughput there, the model gives the link's rate (analysis/_predict.py).
+    assert frame.loc[2, "calibration"] and frame.loc[2, "throughput_predicted"] == pytest.approx(BOUND, rel=0.01)
     for clients in (2, 8, 32):
         assert frame.loc[clients, "bottleneck"] == "link from m1"
         assert frame.loc[clients, "throughput_predicted"] <= BOUND * (1 + 1e-6)

@@ -98,7 +98,7 @@ from ..theory import Center, asymptotic_bounds, mva
 
 from ._inputs import MS, check_table, config_columns_of, population_groups
 
-__all__ = ["Demands", "NetworkModel", "build_centers", "calibrated_off_link", "link_columns", "link_demands", "measured_demands", "network_model"]
+__all__ = ["Demands", "NetworkModel", "build_centers", "busier_directions", "calibrated_off_link", "link_columns", "link_demands", "measured_demands", "network_model"]
 
 VARIANTS = ("nested", "seed")
 DEMAND_SOURCES = ("each", "lowest")
@@ -171,10 +171,10 @@ def calibrated_off_link(demands: Demands, throughput: float, variant: str = "nes
 _LINK_BYTES = re.compile(r"^link:(?P<host>.+):(?P<direction>to|from)_bytes_per_request$")
 
 
-def link_demands(row: pd.Series, middlewares: int = 1) -> tuple[tuple[str, float], ...]:
+def link_demands(row: pd.Series, middlewares: int = 1, both: bool = False) -> tuple[tuple[str, float], ...]:
     """Each link with a known rate and measured bytes as one centre (module docstring, 7): its
     busier direction's name (``link to H`` or ``link from H``) and its demand in seconds per
-    request of one middleware's network, M x bytes x 8 / rate."""
+    request of one middleware's network, M x bytes x 8 / rate (``both``: every direction)."""
     by_host: dict[str, list[tuple[float, str]]] = {}
     for column in row.index:
         match = _LINK_BYTES.match(str(column))
@@ -186,7 +186,23 @@ def link_demands(row: pd.Series, middlewares: int = 1) -> tuple[tuple[str, float
             continue
         demand = middlewares * float(per_request) * 8 / (float(rate) * 1e6)
         by_host.setdefault(match["host"], []).append((demand, f"link {match['direction']} {match['host']}"))
+    if both:
+        return tuple(sorted((name, demand) for found in by_host.values() for demand, name in found))
     return tuple(sorted((name, demand) for demand, name in (max(found) for found in by_host.values())))
+
+
+def busier_directions(demands: dict[str, float]) -> dict[str, float]:
+    """Of demands named ``link to H`` / ``link from H`` (and others), each host's busier
+    direction only (module docstring, 7); the others pass through."""
+    best: dict[str, tuple[float, str]] = {}
+    others = {}
+    for name, demand in demands.items():
+        parts = name.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "link" and parts[1] in ("to", "from"):
+            best[parts[2]] = max(best.get(parts[2], (-1.0, "")), (demand, name))
+        else:
+            others[name] = demand
+    return {**others, **{name: demand for demand, name in best.values()}}
 
 
 @dataclass(frozen=True)

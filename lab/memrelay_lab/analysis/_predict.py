@@ -27,7 +27,12 @@ it wait for the servers (T_service less memcached's processor time; the replies'
 the links is in it); the rest of z is a delay outside every pool (``network``: the clients'
 side of the links, loopback). Without that bound, a link near saturation at a calibration
 configuration (the testbed's tbf lets through some 96% of rate / bytes) had z grow until the
-workers looked saturated and were named the bottleneck.
+workers looked saturated and were named the bottleneck. And where a link is saturated in the
+model already without any wait (utilization 0.9 or more), the throughput says nothing about z
+(it is the link's rate whatever z is: the testbed's tbf passes some 96% of rate / bytes, and
+the wait that would make up those 4% would have to be tens of milliseconds): z is taken as 0
+there, and the model predicts that configuration to the link's accuracy rather than
+reproducing it.
 
 z, the time a request spends off every processor (loopback, wake-ups), is not measured
 directly: at each calibration configuration it is solved for so that the model gives the
@@ -61,7 +66,7 @@ from scipy.optimize import brentq
 from .._values import configuration_label, plain
 from ..theory import SharedCpuResult, Stage, shared_cpu_network
 from ._inputs import POPULATION_COLUMNS
-from ._network import link_demands
+from ._network import busier_directions, link_demands
 
 __all__ = ["Prediction", "named_bottlenecks", "predict_configurations", "predictions_frame", "stages_of"]
 
@@ -124,8 +129,8 @@ def stages_of(row: pd.Series | dict, demands: dict[str, float], off_cpu_s: float
         stages.append(Stage("net thread", us("cpu_net_us") + us("cpu_other_us") or 1e-9, threads=middlewares))
         workers = int(row["workers"]) * middlewares
         stages.append(Stage("workers", us("cpu_worker_us") + us("cpu_memcached_us"), off_cpu_s, threads=workers))
-    stages += [Stage(name, 0.0, us(name), threads=1) for name in sorted(demands) if name.startswith("link ")
-               and us(name) > 0]
+    links = busier_directions({name: us(name) for name in demands if name.startswith("link ")})
+    stages += [Stage(name, 0.0, seconds, threads=1) for name, seconds in sorted(links.items()) if seconds > 0]
     if outside_s > 0:
         stages.append(Stage("network", 0.0, outside_s))
     return [s if s.cpu > 0 or s.delay > 0 else Stage(s.name, 1e-9, s.delay, s.threads) for s in stages]
@@ -135,7 +140,8 @@ def _measured_demands(row) -> dict[str, float]:
     """A configuration's demands in µs per request: processor time by program, and each link's
     (bytes x 8 / rate; the whole system's requests cross it, so no share per middleware)."""
     demands = {name: float(row.get(name, 0.0) or 0.0) for name in _DEMANDS}
-    links = link_demands(pd.Series(row), 1)
+    # Both directions, interpolated each (the busier one may change between populations).
+    links = link_demands(pd.Series(row), 1, both=True)
     demands.update({name: seconds * 1e6 for name, seconds in links})
     service_ms = float(row.get("mw_service_ms", math.nan) or math.nan)
     if links and int(row.get("middlewares", 0) or 0) > 0 and row.get("engine") != "evented" and \
@@ -158,12 +164,23 @@ def _calibrated_wait(row, demands: dict) -> float:
     measured = float(row["throughput"])
     population = _population(row)
     gap = lambda z: _solve(row, demands, z).throughput - measured  # noqa: E731
+    if _link_saturated(_solve(row, demands, 0.0)):
+        return 0.0  # the link holds the throughput: no wait can be told from it (module docstring)
     if gap(0.0) <= 0:
         return 0.0
     upper = population / measured  # all of the response time
     if gap(upper) > 0:
         return upper
     return float(brentq(gap, 0.0, upper, xtol=1e-9, rtol=1e-6))
+
+
+# A link this busy in the model without any wait holds the throughput to its own rate.
+LINK_SATURATED = 0.9
+
+
+def _link_saturated(result: SharedCpuResult) -> bool:
+    return any(name.startswith("link ") and stage["thread_utilization"] >= LINK_SATURATED
+               for name, stage in result.stages.items())
 
 
 def predict_configurations(
