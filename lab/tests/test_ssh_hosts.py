@@ -302,9 +302,12 @@ def test_hosts_from_the_testbed_state_file(sshd, tmp_path, monkeypatch):
     from memrelay_lab.experiment._preflight import connect_hosts
 
     monkeypatch.setenv("MEMRELAY_LAB_TESTBED_DIR", str(tmp_path))
+    monkeypatch.delenv("MEMRELAY_LAB_TESTBED_PREFIX", raising=False)
+    (tmp_path / "mrlab-").mkdir()
     entry = {"namespace": "mrlab-x", "address": "127.0.0.1", "ssh_port": sshd.port, "user": "root",
              "key": str(sshd.key), "known_hosts": str(sshd.known_hosts), "links": {"rate_mbit": 100}}
-    (tmp_path / "state.json").write_text(json.dumps({"hosts": [{"name": "h1", **entry}, {"name": "h2", **entry}]}))
+    (tmp_path / "mrlab-" / "state.json").write_text(
+        json.dumps({"hosts": [{"name": "h1", **entry}, {"name": "h2", **entry}]}))
     experiment = parse_experiment(EXPERIMENT + 'hosts = "testbed"\n[roles]\nservers = ["h1"]\nmiddlewares = ["h2"]\n'
                                   'clients = ["h1"]\n', source="testbed.toml")
     local = binaries()

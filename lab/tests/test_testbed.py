@@ -7,8 +7,10 @@ folder, so a developer's own ``mrlab-`` testbed is never touched), removed in a 
 throughput is checked against the rate and the bytes the kernel counted on the link, and
 predicted by the model from the other configuration; the report's machines section; the
 preflight's clear errors against the testbed's hosts; netem's refusal; leftovers found by
-name; and last, the lab SIGKILLed mid-run, then `testbed down` and `status` (which also
-removes the module's testbed: its teardown then finds nothing).
+name; a second testbed (another prefix, the same folder) taken down beside this one, which
+keeps running experiments; and last, the lab SIGKILLed mid-run, then `testbed down` and
+`status`, which also removes the files the run left on the hosts (and the module's testbed:
+its teardown then finds nothing).
 
 Needs root (namespaces, veths, tc, cgroups), Debian's sshd and a cpu cgroup controller;
 without them every test here is skipped with a message saying which.
@@ -276,6 +278,35 @@ def test_load_generators_on_two_hosts_begin_together(testbed, tmp_path):
     assert check.verdict == "pass", check.detail
 
 
+# ---------------------------------------------------------------- two testbeds side by side
+
+SMALL = SHAPED.replace("clients_per_thread = [1, 16]", "clients_per_thread = 2").replace(
+    "test_time = 6", "test_time = 2").replace("warmup = 2", "warmup = 0").replace("cooldown = 1", "cooldown = 0")
+
+
+def test_another_testbed_taken_down_leaves_this_one_running(testbed, tmp_path):
+    """`testbed down --prefix` of a second testbed in the same folder removes its files only:
+    this testbed's state, keys and sshd files stay, `status` says up, and an experiment runs."""
+    base = testbed["folder"]
+    other = {**os.environ, "MEMRELAY_LAB_TESTBED_PREFIX": "mrlu-", "MEMRELAY_LAB_TESTBED_SUBNET": "10.231.10.0/24"}
+    ours = base / PREFIX
+    kept = sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file())
+    assert {"state.json", "keys/user_ed25519"} <= set(kept)
+    try:
+        lab("testbed", "up", "--hosts", "u1", env=other)
+        assert (base / "mrlu-" / "state.json").is_file()
+    finally:
+        lab("testbed", "down", env=other)
+    assert nothing_left("mrlu-") == [] and not (base / "mrlu-").exists()
+    assert sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file()) == kept
+    assert json.loads(lab("testbed", "status", "--format", "json", env=dict(os.environ)).stdout)["up"]
+    out = tmp_path / "still-running"
+    with open(os.devnull, "w") as quiet:
+        summary = run_experiment(parse_experiment(SMALL, source="small.toml"), out, binaries=binaries(),
+                                 progress=quiet, handle_signals=False)
+    assert summary.ok, summary.failures
+
+
 # ---------------------------------------------------------------- preflight against the testbed
 
 def _one_host_experiment(table: str) -> str:
@@ -384,7 +415,10 @@ def test_a_lab_killed_with_sigkill_mid_run_then_testbed_down_leaves_nothing(test
         run.send_signal(signal.SIGKILL)
         run.wait(10)
     assert nothing_left() != []  # the killed lab left its processes and the testbed behind
+    work = testbed["folder"] / PREFIX / "work"
+    assert any(work.iterdir()), "the killed run left no files on the hosts"  # (they share this file system)
     lab("testbed", "down", env=env)
     assert nothing_left() == []
+    assert not work.exists()
     report = json.loads(lab("testbed", "status", "--format", "json", env=env).stdout)
     assert report["clean"] and report["leftovers"] == [] and report["state_file"] is None

@@ -69,13 +69,17 @@ def test_a_profile_may_move_the_roles_to_the_testbed():
 
 def test_testbed_hosts_come_from_its_state_file(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMRELAY_LAB_TESTBED_DIR", str(tmp_path))
+    monkeypatch.delenv("MEMRELAY_LAB_TESTBED_PREFIX", raising=False)
     with pytest.raises(TestbedUnavailable, match="no testbed is up"):
         hosts_of_testbed("/bin", "/usr/bin/memcached")
-    (tmp_path / "state.json").write_text(json.dumps({"hosts": [{
+    # Each testbed keeps its files in a folder of its prefix's (the default mrlab-).
+    (tmp_path / "mrlab-").mkdir()
+    (tmp_path / "mrlab-" / "state.json").write_text(json.dumps({"hosts": [{
         "name": "h1", "namespace": "mrlab-h1", "address": "10.231.7.11", "ssh_port": 22, "user": "root",
         "key": "/k", "known_hosts": "/kh", "links": {"rate_mbit": 100}}]}))
     hosts = hosts_of_testbed("/bin", "/usr/bin/memcached")
     assert hosts["h1"].address == "10.231.7.11" and hosts["h1"].user == "root" and hosts["h1"].bin_dir == "/bin"
+    assert hosts["h1"].work_dir == str(tmp_path / "mrlab-" / "work")  # `testbed down` removes what runs leave
     topology = parse_experiment(BASE + 'hosts = "testbed"\n[roles]\nservers = ["h1"]\nmiddlewares = ["h1"]\n'
                                 'clients = ["h9"]\n').topology
     with pytest.raises(TestbedUnavailable, match="no host 'h9'"):

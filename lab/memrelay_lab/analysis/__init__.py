@@ -24,7 +24,7 @@ from ._per_server_load import process_utilization, queue_length_series, server_l
 from ._server_visits import server_centers, server_demands, server_network, visit_ratios
 from ._network import Demands, NetworkModel, build_centers, link_columns, link_demands, measured_demands, network_model
 from ._inputs import NetworkModelError, config_columns_of
-from ._predict import Prediction, predict_configurations, predictions_frame
+from ._predict import Prediction, named_bottlenecks, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
 from ._relative import RELATIVE_MEASURES, relative_differences
 from ._trace import TRACE_MEASURES, trace_frame, trace_statistics
@@ -93,6 +93,7 @@ __all__ = [
     "network_model",
     "link_columns",
     "link_demands",
+    "named_bottlenecks",
     "predict_configurations",
     "predictions_frame",
 ]

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..results import configuration_columns
+
 __all__ = ["MS", "NetworkModelError", "check_table", "config_columns_of", "population_groups"]
 
 MS = 1e-3
@@ -70,22 +72,14 @@ def check_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def config_columns_of(table: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
-    """Configuration columns: those not produced by the summary (no measured suffixes)."""
-    measured_prefixes = (
-        "mw_", "throughput", "response", "keys_", "miss", "error", "network_ms", "count", "kept_s", "duration_s",
-        "hits",
-    )
-    columns = []
-    for column in table.columns:
-        if column in exclude or column.startswith(measured_prefixes) or column.endswith(
-            ("_half_width", "_low", "_high", "_n")
-        ):
-            continue
-        if column in ("repetitions", "n", "config_id", "requests", "duration_s", "label"):
-            continue
-        columns.append(column)
-    return columns
-
+    """Configuration columns of a table without its manifest: `results._columns`' rule (the
+    measures by name: ``loaders``, ``cpu_*``, ``link:*``, ``*_ms``, ...), and the summary's own
+    bookkeeping (``configuration``, ``n``, ``label``, interval bounds) left out."""
+    bookkeeping = ("configuration", "n", "config_id", "requests", "label")
+    return [
+        c for c in configuration_columns(table.columns)
+        if c not in exclude and c not in bookkeeping and not c.endswith(("_low", "_high", "_n"))
+    ]
 
 
 def population_groups(data: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:

@@ -40,28 +40,32 @@ Derivation choices:
    population of the group (a true prediction, but blind to service times that grow with
    load).
 
-7. **Links** (issue 22). Where the experiment knows a host's link rate (the testbed's tc
+7. **Links** (issues 22, 33). Where the experiment knows a host's link rate (the testbed's tc
    shaping, or ``link_mbit`` of a host in ``[hosts]``) and the run counted the bytes through
-   that link (the testbed's veth counters: every header and acknowledgement included), each
-   direction of the link is a queue (one server: a link sends one frame at a time) with
-   D = bytes per request through it x 8 / rate: ``link to H`` (what the host receives) and
-   ``link from H`` (what it sends). The bytes per request come from the same run as the
-   other demands (or from the lowest population, ``demands="lowest"``); nothing is fitted to
-   the throughput. A link carries the traffic of every middleware while each network here is
-   one middleware's, so its demand per request of one middleware's network is M x D (the
-   link's utilization is then right; its response time is approximate for M > 1).
-   With ``demands="each"`` the links are *not* centres of the solved network: each
-   configuration's measured times already contain whatever the links made requests wait
-   (the servers' time for a server host's link, the network delay for a client host's), and
-   a link centre would count it again. They still enter the asymptotic bounds, and their
-   utilization (X D) competes for the bottleneck. With ``demands="lowest"`` they are centres:
-   the lowest population's times hold little link waiting, and without the links the model
-   would predict the other populations far past the link's capacity. There a link's
-   passage time at light load is counted on top of the measured times: on a wire its
-   transmission time is in them already; on the testbed's tbf, which lets packets through at
-   once while its bucket holds tokens, it is not in them at all. Either way the predicted
-   response time is too high at light load by up to the links' demands, and the throughput
-   bound 1 / D_max is unaffected.
+   that link over an interval long enough (the testbed's veth counters: every header and
+   acknowledgement included; `results._load.link_interval_problem`), the link is a queue (one
+   server: a link sends one frame at a time) with D = bytes per request x 8 / rate of its
+   busier direction, named after it (``link to H``: what the host receives; ``link from H``:
+   what it sends). The other direction is no centre: a shaped link serves each request's bytes
+   at a constant rate, and in a line of constant-time servers a request that has passed the
+   slowest one never queues at another (Friedman 1965, the reduction of tandem queues): its
+   bytes are on the wire while the busier direction serves the next request; two exponential
+   queues instead would have 2 clients wait a third of their time on a balanced link that the
+   testbed shows them not to. A link carries the traffic of every middleware while each network
+   here is one middleware's, so its demand per request of one middleware's network is M x D.
+   The links are centres at every load and in both ways of taking the demands.
+
+8. **Calibration** (issue 33). The measured times already hold the links' passage: the
+   servers' time the replies crossing the server's and the middleware's links, the network
+   delay the clients'. With a link in the network they would be counted twice (a link-bound
+   design's 2-client configuration came out 57% low). So where the network has links, the
+   servers' time and the network delay of the configuration the demands come from are scaled
+   by one factor f in [0, 1], solved (a one-dimensional root) so that the model gives that
+   configuration's measured throughput: the calibration configuration is reproduced by the
+   model it calibrated, and the part f of those delays that is not the links' is what the
+   other populations get. f = 1 when the model is not slower than measured with them whole
+   (the links hold nothing); f = 0 and a note when it is slower even without them. Nothing
+   is fitted to any other configuration's throughput.
 
 Predicted against measured, per middleware: X; response time of the net thread
 (measured: the residual R_mw - T_queue - T_service, or the split's net part), of the
@@ -83,17 +87,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import brentq
 
 from .._values import configuration_label, jsonable, plain
 from ..theory import Center, asymptotic_bounds, mva
 
 from ._inputs import MS, check_table, config_columns_of, population_groups
 
-__all__ = ["Demands", "NetworkModel", "build_centers", "link_columns", "link_demands", "measured_demands", "network_model"]
+__all__ = ["Demands", "NetworkModel", "build_centers", "busier_directions", "calibrated_off_link", "link_columns", "link_demands", "measured_demands", "network_model"]
 
 VARIANTS = ("nested", "seed")
 DEMAND_SOURCES = ("each", "lowest")
@@ -113,8 +118,11 @@ class Demands:
     population: int
     split_measured: bool
     #: (centre name, demand in seconds per request of this middleware's network) per link
-    #: direction whose rate and bytes are known (module docstring, 7).
+    #: whose rate and bytes are known (module docstring, 7).
     links: tuple[tuple[str, float], ...] = ()
+    #: The part of the servers' time and the network delay that is not the links' (module
+    #: docstring, 8); 1 without links.
+    off_link: float = 1.0
 
     def centers(self, variant: str = "nested") -> list[Center]:
         return build_centers(self, variant)
@@ -126,29 +134,48 @@ def build_centers(demands: Demands, variant: str = "nested", links: bool = True)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
     links = [Center.queue(name, demand) for name, demand in demands.links] if links else []
+    servers, network = demands.servers * demands.off_link, demands.network * demands.off_link
     if variant == "nested":
         return [
             Center.queue("net-thread", demands.net_thread),
-            Center.multi_server("workers", demands.workers_own + demands.servers, demands.workers),
-            Center.delay("network", demands.network),
+            Center.multi_server("workers", demands.workers_own + servers, demands.workers),
+            Center.delay("network", network),
             *links,
         ]
     return [
         Center.queue("net-thread", demands.net_thread),
         Center.multi_server("workers", demands.workers_own, demands.workers),
-        Center.delay("servers", demands.servers),
-        Center.delay("network", demands.network),
+        Center.delay("servers", servers),
+        Center.delay("network", network),
         *links,
     ]
+
+
+def calibrated_off_link(demands: Demands, throughput: float, variant: str = "nested") -> float:
+    """The factor f of the module docstring (8): the model with the servers' time and the
+    network delay scaled by f gives `throughput` (per middleware) at the demands' population."""
+    if not demands.links or not (math.isfinite(throughput) and throughput > 0):
+        return 1.0
+
+    def gap(f: float) -> float:
+        centers = build_centers(replace(demands, off_link=f), variant)
+        return float(mva(centers, demands.population, 0.0).throughput[-1]) - throughput
+
+    if gap(1.0) >= 0:
+        return 1.0
+    if gap(0.0) <= 0:
+        return 0.0
+    return float(brentq(gap, 0.0, 1.0, xtol=1e-9))
 
 
 _LINK_BYTES = re.compile(r"^link:(?P<host>.+):(?P<direction>to|from)_bytes_per_request$")
 
 
-def link_demands(row: pd.Series, middlewares: int = 1) -> tuple[tuple[str, float], ...]:
-    """Each link direction with a known rate and measured bytes: (``link to H`` or ``link
-    from H``, seconds per request of one middleware's network = M x bytes x 8 / rate)."""
-    found = []
+def link_demands(row: pd.Series, middlewares: int = 1, both: bool = False) -> tuple[tuple[str, float], ...]:
+    """Each link with a known rate and measured bytes as one centre (module docstring, 7): its
+    busier direction's name (``link to H`` or ``link from H``) and its demand in seconds per
+    request of one middleware's network, M x bytes x 8 / rate (``both``: every direction)."""
+    by_host: dict[str, list[tuple[float, str]]] = {}
     for column in row.index:
         match = _LINK_BYTES.match(str(column))
         if match is None:
@@ -157,9 +184,25 @@ def link_demands(row: pd.Series, middlewares: int = 1) -> tuple[tuple[str, float
         per_request = row[column]
         if rate is None or per_request is None or not (np.isfinite(rate) and np.isfinite(per_request)) or rate <= 0:
             continue
-        found.append((f"link {match['direction']} {match['host']}",
-                      middlewares * float(per_request) * 8 / (float(rate) * 1e6)))
-    return tuple(sorted(found))
+        demand = middlewares * float(per_request) * 8 / (float(rate) * 1e6)
+        by_host.setdefault(match["host"], []).append((demand, f"link {match['direction']} {match['host']}"))
+    if both:
+        return tuple(sorted((name, demand) for found in by_host.values() for demand, name in found))
+    return tuple(sorted((name, demand) for demand, name in (max(found) for found in by_host.values())))
+
+
+def busier_directions(demands: dict[str, float]) -> dict[str, float]:
+    """Of demands named ``link to H`` / ``link from H`` (and others), each host's busier
+    direction only (module docstring, 7); the others pass through."""
+    best: dict[str, tuple[float, str]] = {}
+    others = {}
+    for name, demand in demands.items():
+        parts = name.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "link" and parts[1] in ("to", "from"):
+            best[parts[2]] = max(best.get(parts[2], (-1.0, "")), (demand, name))
+        else:
+            others[name] = demand
+    return {**others, **{name: demand for demand, name in best.values()}}
 
 
 @dataclass(frozen=True)
@@ -281,16 +324,20 @@ def network_model(
     notes = []
     for index, row in data.iterrows():
         own = measured_demands(row)
-        source = own
+        calibration = row
         if demands == "lowest":
             members = data.loc[groups == groups[index]]
-            lowest = members.loc[members["clients"].astype(float).idxmin()]
-            source = measured_demands(lowest)
-            source = Demands(**{**source.__dict__, "population": own.population})
-        # Links are centres of the solved network only when the demands come from another
-        # population (module docstring, 7); the bounds always see them.
-        every_center = build_centers(source, variant)
-        centers = every_center if demands == "lowest" else build_centers(source, variant, links=False)
+            calibration = members.loc[members["clients"].astype(float).idxmin()]
+        source = measured_demands(calibration)
+        # The links' passage taken out of the delays that hold it (module docstring, 8), at the
+        # configuration the demands come from.
+        off_link = calibrated_off_link(source, float(calibration["throughput"]) / int(calibration["middlewares"]),
+                                       variant)
+        source = replace(source, population=own.population, off_link=off_link)
+        if off_link == 0.0:
+            notes.append(f"{configuration_label({c: calibration[c] for c in columns})}: the model is slower than "
+                         "measured even with no servers' time and no network delay beside its links")
+        every_center = centers = build_centers(source, variant)
         population = source.population
         result = mva(centers, population, 0.0)
         bounds = asymptotic_bounds(every_center, 0.0, population)
@@ -307,7 +354,7 @@ def network_model(
         workers_demand = centers[names.index("workers")].demand
         workers_residence = residence("workers")
         queue_wait = _clean(workers_residence - workers_demand)
-        servers_predicted = source.servers if variant == "nested" else residence("servers")
+        servers_predicted = source.servers * source.off_link if variant == "nested" else residence("servers")
         # Requests waiting for a worker as an arriving request sees them: population N - 1.
         if population > 1:
             x_before = float(result.throughput[population - 2])
@@ -316,9 +363,7 @@ def network_model(
         else:
             waiting_seen = 0.0
         utilizations = {"net-thread": utilization("net-thread"), "workers": utilization("workers")}
-        x_here = float(result.throughput[at_n])
-        utilizations.update({name: utilization(name) if name in names else x_here * demand
-                             for name, demand in source.links})
+        utilizations.update({name: utilization(name) for name, _ in source.links})
         middlewares = int(row["middlewares"])
         measured_net = (
             float(row["mw_net_ms"])
@@ -332,13 +377,14 @@ def network_model(
             "population": population,
             "net_thread_ms": source.net_thread / MS,
             "workers_own_ms": source.workers_own / MS,
-            "servers_ms": source.servers / MS,
-            "network_ms": source.network / MS,
+            "servers_ms": source.servers * source.off_link / MS,
+            "network_ms": source.network * source.off_link / MS,
             "workers_demand_ms": workers_demand / MS,
             **{f"{name}_ms": demand / MS for name, demand in source.links},
         }
         demand_rows.append(
-            {**shared, "worker_threads": source.workers, "split_measured": source.split_measured}
+            {**shared, "worker_threads": source.workers, "split_measured": source.split_measured,
+             **({"off_link_part": source.off_link} if source.links else {})}
         )
         comparison_rows.append(
             {

@@ -16,6 +16,24 @@ and, off them, waits:
   memcached with the wait z;
 - no middleware: the clients, and memcached with the wait z.
 
+Links (issue 33): every host link whose rate is known and whose bytes were counted over a
+long enough interval is a stage of its own beside them, one thread (a link sends one frame at
+a time) holding each request for bytes per request x 8 / rate of its busier direction, off the
+processors (`_network.link_demands` says why one direction: the other keeps pace behind it). A
+link's demand is measured, never solved for; it is interpolated like the processor demands.
+
+With links the wait z is split: a pool worker holds at most the time the middleware measured
+it wait for the servers (T_service less memcached's processor time; the replies' passage over
+the links is in it); the rest of z is a delay outside every pool (``network``: the clients'
+side of the links, loopback). Without that bound, a link near saturation at a calibration
+configuration (the testbed's tbf lets through some 96% of rate / bytes) had z grow until the
+workers looked saturated and were named the bottleneck. And where a link is saturated in the
+model already without any wait (utilization 0.9 or more), the throughput says nothing about z
+(it is the link's rate whatever z is: the testbed's tbf passes some 96% of rate / bytes, and
+the wait that would make up those 4% would have to be tens of milliseconds): z is taken as 0
+there, and the model predicts that configuration to the link's accuracy rather than
+reproducing it.
+
 z, the time a request spends off every processor (loopback, wake-ups), is not measured
 directly: at each calibration configuration it is solved for so that the model gives the
 measured throughput (a one-dimensional root; zero when the model is already slower).
@@ -48,13 +66,17 @@ from scipy.optimize import brentq
 from .._values import configuration_label, plain
 from ..theory import SharedCpuResult, Stage, shared_cpu_network
 from ._inputs import POPULATION_COLUMNS
+from ._network import busier_directions, link_demands
 
-__all__ = ["Prediction", "predict_configurations", "predictions_frame", "stages_of"]
+__all__ = ["Prediction", "named_bottlenecks", "predict_configurations", "predictions_frame", "stages_of"]
 
 THREAD_COLUMNS = ("workers", "threads")
 # Not a parameter: which `combinations` entry of the experiment file a configuration came from.
 DESIGN_COLUMNS = ("block",)
 _DEMANDS = ("cpu_bench_us", "cpu_net_us", "cpu_other_us", "cpu_worker_us", "cpu_loop_us", "cpu_memcached_us")
+# The most of the off-processor wait a worker holds, in µs: the servers' time the middleware
+# measured, less memcached's processor time (module docstring, links).
+WAIT_CAP = "wait_in_pool_max_us"
 # A latency-bound configuration: no resource is this busy at the population measured.
 LATENCY_BOUND = 0.5
 
@@ -89,6 +111,10 @@ class Prediction:
 def stages_of(row: pd.Series | dict, demands: dict[str, float], off_cpu_s: float) -> list[Stage]:
     """The stages of one configuration (module docstring), demands in µs per request."""
     us = lambda name: max(float(demands.get(name, 0.0) or 0.0), 0.0) * 1e-6  # noqa: E731
+    outside_s = 0.0
+    if WAIT_CAP in demands:  # a network with links: the wait a pool holds is bounded (module docstring)
+        outside_s = max(off_cpu_s - us(WAIT_CAP), 0.0)
+        off_cpu_s -= outside_s
     bench_threads = int(row.get("instances", 1)) * int(row.get("threads_per_instance", 1))
     stages = [Stage("clients", us("cpu_bench_us") or 1e-9, threads=max(bench_threads, 1))]
     middlewares = int(row.get("middlewares", 0) or 0)
@@ -103,7 +129,25 @@ def stages_of(row: pd.Series | dict, demands: dict[str, float], off_cpu_s: float
         stages.append(Stage("net thread", us("cpu_net_us") + us("cpu_other_us") or 1e-9, threads=middlewares))
         workers = int(row["workers"]) * middlewares
         stages.append(Stage("workers", us("cpu_worker_us") + us("cpu_memcached_us"), off_cpu_s, threads=workers))
+    links = busier_directions({name: us(name) for name in demands if name.startswith("link ")})
+    stages += [Stage(name, 0.0, seconds, threads=1) for name, seconds in sorted(links.items()) if seconds > 0]
+    if outside_s > 0:
+        stages.append(Stage("network", 0.0, outside_s))
     return [s if s.cpu > 0 or s.delay > 0 else Stage(s.name, 1e-9, s.delay, s.threads) for s in stages]
+
+
+def _measured_demands(row) -> dict[str, float]:
+    """A configuration's demands in µs per request: processor time by program, and each link's
+    (bytes x 8 / rate; the whole system's requests cross it, so no share per middleware)."""
+    demands = {name: float(row.get(name, 0.0) or 0.0) for name in _DEMANDS}
+    # Both directions, interpolated each (the busier one may change between populations).
+    links = link_demands(pd.Series(row), 1, both=True)
+    demands.update({name: seconds * 1e6 for name, seconds in links})
+    service_ms = float(row.get("mw_service_ms", math.nan) or math.nan)
+    if links and int(row.get("middlewares", 0) or 0) > 0 and row.get("engine") != "evented" and \
+            math.isfinite(service_ms):
+        demands[WAIT_CAP] = max(service_ms * 1e3 - demands["cpu_memcached_us"], 0.0)
+    return demands
 
 
 def _population(row) -> int:
@@ -120,12 +164,23 @@ def _calibrated_wait(row, demands: dict) -> float:
     measured = float(row["throughput"])
     population = _population(row)
     gap = lambda z: _solve(row, demands, z).throughput - measured  # noqa: E731
+    if _link_saturated(_solve(row, demands, 0.0)):
+        return 0.0  # the link holds the throughput: no wait can be told from it (module docstring)
     if gap(0.0) <= 0:
         return 0.0
     upper = population / measured  # all of the response time
     if gap(upper) > 0:
         return upper
     return float(brentq(gap, 0.0, upper, xtol=1e-9, rtol=1e-6))
+
+
+# A link this busy in the model without any wait holds the throughput to its own rate.
+LINK_SATURATED = 0.9
+
+
+def _link_saturated(result: SharedCpuResult) -> bool:
+    return any(name.startswith("link ") and stage["thread_utilization"] >= LINK_SATURATED
+               for name, stage in result.stages.items())
 
 
 def predict_configurations(
@@ -165,7 +220,7 @@ def predict_configurations(
             raise ValueError("no configuration of a group is chosen for calibration")
         own = {}  # calibration row -> (demands, z)
         for index, row in group[chosen].iterrows():
-            demands = {name: float(row.get(name, 0.0) or 0.0) for name in _DEMANDS}
+            demands = _measured_demands(row)
             own[index] = (demands, _calibrated_wait(row, demands))
         points = _points_by_population(group, own)
         threads = [c for c in THREAD_COLUMNS if c in group]
@@ -212,12 +267,14 @@ def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, 
             demands, wait = _interpolate(series_points.get(thread_key(first), points), clients, first.get("engine"))
             result = _solve(row, demands, wait)
             cpu_s = sum(demands.get(name, 0.0) for name in _DEMANDS) * 1e-6
+            link_s = [v * 1e-6 for k, v in demands.items() if k.startswith("link ") and v > 0]
             # Jain ch. 33's asymptotic bounds: X <= N / D (no queueing: every demand and the wait
-            # once) and X <= m / C (the processors saturated).
+            # once), X <= m / C (the processors saturated) and X <= 1 / D_link (a link saturated).
             rows.append({
                 "series": label, "clients": clients, "throughput": result.throughput,
                 "processor_bound": int(row.get("cores", 1) or 1) / cpu_s if cpu_s > 0 else math.nan,
-                "population_bound": clients / (cpu_s + wait) if cpu_s + wait > 0 else math.nan,
+                "link_bound": 1 / max(link_s) if link_s else math.nan,
+                "population_bound": clients / (cpu_s + sum(link_s) + wait) if cpu_s + wait > 0 else math.nan,
             })
     return rows
 
@@ -240,7 +297,8 @@ def _points_by_population(group: pd.DataFrame, own: dict) -> list:
         by_population.setdefault(_population(group.loc[index]), []).append((demands, wait))
     points = []
     for population, items in sorted(by_population.items()):
-        demands = {name: float(np.mean([d[name] for d, _ in items])) for name in _DEMANDS}
+        names = sorted({name for d, _ in items for name in d})
+        demands = {name: float(np.mean([d.get(name, 0.0) for d, _ in items])) for name in names}
         points.append((population, demands, float(np.mean([w for _, w in items]))))
     return points
 
@@ -251,7 +309,8 @@ def _interpolate(points: list, population: int, engine: object) -> tuple[dict, f
     demo` with 32 workers it went from 31 µs at 2 clients to 163 µs at 32)."""
     axis = [_load_axis(p[0], engine) for p in points]
     at = _load_axis(population, engine)
-    demands = {name: float(np.interp(at, axis, [p[1][name] for p in points])) for name in _DEMANDS}
+    names = sorted({name for p in points for name in p[1]})
+    demands = {name: float(np.interp(at, axis, [p[1].get(name, 0.0) for p in points])) for name in names}
     return demands, float(np.interp(population, [p[0] for p in points], [p[2] for p in points]))
 
 
@@ -299,3 +358,15 @@ def predictions_frame(predictions: Sequence[Prediction]) -> pd.DataFrame:
             "bottleneck": p.predicted["bottleneck"],
         })
     return pd.DataFrame(rows)
+
+
+def named_bottlenecks(table: pd.DataFrame, config_columns: Sequence[str], key_columns: Sequence[str]) -> dict[tuple, str]:
+    """The bottleneck the report names for each configuration, keyed by its `key_columns`
+    values (as text): this model's, calibrated as the report's Predictions section calibrates
+    it, so that every section names the same resource (the processors, a thread pool or a
+    link). Empty when the table cannot be modelled (no processor samples)."""
+    try:
+        predictions = predict_configurations(table, config_columns)
+    except ValueError:
+        return {}
+    return {tuple(str(p.parameters.get(c)) for c in key_columns): p.predicted["bottleneck"] for p in predictions}

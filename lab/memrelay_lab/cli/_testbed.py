@@ -61,7 +61,7 @@ def _run_testbed(args: argparse.Namespace) -> int:
         if args.testbed_command == "up":
             state = up(_plans(args), names, folder, say=_say)
             print(f"{PROG}: testbed up: {len(state['hosts'])} hosts on {names.bridge} ({names.subnet}); "
-                  f"state in {folder / 'state.json'}")
+                  f"state in {names.folder(folder) / 'state.json'}")
             return 0
         if args.testbed_command == "down":
             removed = down(names, folder, say=_say)

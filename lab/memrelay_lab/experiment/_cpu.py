@@ -13,8 +13,13 @@ snapshots a quarter of a second inside that interval (``network_interval_unix``)
 interval's ends connections may still be opening or already closing (a run without warm-up or
 cool-down ends when the load generator disconnects), and a closed socket's counters are gone.
 cpu.json holds each process's ``received_bytes`` and ``sent_bytes`` over that interval.
-At the same two snapshots the byte counters of the hosts' links are read where the lab has
-them (`_link_bytes`, the testbed's veths): cpu.json's ``links`` holds per host
+The byte counters of the hosts' links, where the lab has them (`_link_bytes`, the testbed's
+veths), are read at the kept interval's own ends instead, each reading with its own time taken
+around it (``links_interval_unix``): an interface's counters lose nothing when connections
+close, so they need no margin, and over the whole kept interval they count the bytes of the
+very requests the clients' throughput counts. (They were read at the network snapshots, after
+the socket dump whose time stood for them: on a busy machine the dump takes long enough that
+bytes and interval disagreed by a third.) cpu.json's ``links`` holds per host
 ``to_host_bytes`` and ``from_host_bytes`` over that interval.
 """
 
@@ -109,7 +114,7 @@ class CpuSampler:
     _first: _Snapshot | None = None
     _last: _Snapshot | None = None
     _network: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
-    _links: list[dict[str, tuple[int, int]]] = field(default_factory=list, repr=False)
+    _links: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -126,14 +131,22 @@ class CpuSampler:
             take()
 
     def _take_first(self) -> None:
+        self._take_links()
         self._first = _snapshot(self.pids)
 
     def _take_last(self) -> None:
+        self._take_links()
         self._last = _snapshot(self.pids)
+
+    def _take_links(self) -> None:
+        """The links' counters with the time they were read at (the middle of the reading)."""
+        if self.links:
+            before = time.time()
+            counters = link_bytes(self.links)
+            self._links.append(((before + time.time()) / 2, counters))
 
     def _take_network(self) -> None:
         self._network.append(tcp_bytes(self.pids))
-        self._links.append(link_bytes(self.links))
 
     def finish(self) -> dict | None:
         """Waits for the last snapshot (the load has ended by then); None if one is missing."""
@@ -165,7 +178,8 @@ class CpuSampler:
                     record["received_bytes"], record["sent_bytes"] = received, sent
         document = {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
         if len(self._links) == 2:
-            before_links, after_links = self._links
+            (link_start, before_links), (link_end, after_links) = self._links
+            document["links_interval_unix"] = [link_start, link_end]
             document["links"] = {
                 host: {"to_host_bytes": after_links[host][0] - before_links[host][0],
                        "from_host_bytes": after_links[host][1] - before_links[host][1]}

@@ -71,16 +71,17 @@ def _same_network(pid: int) -> bool:
 
 
 def tcp_bytes(pids: dict[str, int]) -> tuple[float, dict[str, tuple[int, int]]]:
-    """The time of the reading (unix seconds, when the counters were dumped) and, per process
+    """The time of the reading (unix seconds, the middle of the dump) and, per process
     name, (bytes received, bytes sent) over all its established TCP connections since each
     opened. A process that is gone, or in another network namespace (a testbed host: the dump
     sees only this namespace's sockets), or when the counters cannot be read, is left out."""
     inodes = {name: _socket_inodes(pid) for name, pid in pids.items() if _same_network(pid)}
-    at = time.time()
+    before = time.time()
     try:
         counters = _socket_counters()
     except (OSError, RuntimeError):
-        return at, {}
+        return before, {}
+    at = (before + time.time()) / 2  # the counters were read during the dump
     totals = {}
     for name, held in inodes.items():
         if held is None:

@@ -23,9 +23,11 @@ configuration tables name VMs::
     clients = ["client1", "client2"]  # client machine m on clients[m mod len]
 
 ``hosts = "testbed"`` (a string instead of the table) takes the hosts from the state file
-that ``memrelay-lab testbed up`` writes (``$MEMRELAY_LAB_TESTBED_DIR/state.json``, default
-``/run/memrelay-lab/testbed/state.json``); ``[roles]`` still names them. The testbed's
-namespaces share this machine's files, so its hosts use this build's binaries where they are.
+that ``memrelay-lab testbed up`` writes (``$MEMRELAY_LAB_TESTBED_DIR/<prefix>/state.json``,
+default ``/run/memrelay-lab/testbed/mrlab-/state.json``, the prefix ``MEMRELAY_LAB_TESTBED_PREFIX``);
+``[roles]`` still names them. The testbed's namespaces share this machine's files, so its hosts
+use this build's binaries where they are, and its runs keep their files in the testbed's own
+folder (``work/``), which `testbed down` removes.
 
 This module only parses and checks; `_ssh` connects, `_preflight` checks the machines.
 """
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..testbed._names import Names
 from ._binaries import find_binaries
 
 __all__ = [
@@ -198,7 +201,8 @@ def _host(name: str, raw: Any, table: tuple, fail: Fail) -> HostSpec:
 
 
 def testbed_state_path() -> Path:
-    return Path(os.environ.get("MEMRELAY_LAB_TESTBED_DIR", "/run/memrelay-lab/testbed")) / "state.json"
+    """The state file of the testbed ``MEMRELAY_LAB_TESTBED_PREFIX`` names (default ``mrlab-``)."""
+    return Names.from_environment().folder() / "state.json"
 
 
 def testbed_hosts(bin_dir: str | None = None, memcached: str | None = None) -> dict[str, HostSpec]:
@@ -226,6 +230,8 @@ def testbed_hosts(bin_dir: str | None = None, memcached: str | None = None) -> d
                 port=int(entry.get("ssh_port", 22)), key=entry.get("key"), known_hosts=entry.get("known_hosts"),
                 bin_dir=bin_dir, memcached=memcached,
                 link_mbit=_rate((entry.get("links") or {}).get("rate_mbit")), link_interface=entry.get("veth"),
+                # The runs' files in the testbed's own folder: `testbed down` removes what a killed run left.
+                work_dir=str(Path(state.get("dir") or path.parent) / "work"),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise TestbedUnavailable(f"the testbed's state file {path} has a bad host entry {entry!r}: "

@@ -86,7 +86,7 @@ def _curves_plot(curves: pd.DataFrame, table: pd.DataFrame) -> bytes | None:
     figure, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     for (label, frame), color in zip(curves.groupby("series", sort=False), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
         ax.plot(frame["clients"], frame["throughput"], color=color, label=f"model, {label}")
-        bound = frame[["population_bound", "processor_bound"]].min(axis=1)
+        bound = frame[[c for c in ("population_bound", "processor_bound", "link_bound") if c in frame]].min(axis=1)
         ax.plot(frame["clients"], bound, color=color, linestyle=":", alpha=0.6)
         column, value = label.split("=", 1) if "=" in label else (None, None)
         measured = table if column is None else table[table[column].astype(str) == value]
@@ -95,7 +95,7 @@ def _curves_plot(curves: pd.DataFrame, table: pd.DataFrame) -> bytes | None:
                     color=color, marker="o", linestyle="none", capsize=3, label=f"measured, {label}")
     ax.set_xlabel("clients")
     ax.set_ylabel("throughput (requests/s)")
-    ax.set_title("Model (lines), bounds min(N/D, m/C) (dotted), measured (95% CI)")
+    ax.set_title("Model (lines), bounds min(N/D, m/C, 1/D_link) (dotted), measured (95% CI)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")

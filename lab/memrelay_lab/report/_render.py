@@ -1,6 +1,8 @@
 """A report's sections as self-contained HTML and as Markdown.
 
-``report.html`` inlines its figures (base64 PNG) and styles and needs no network; a small
+``report.html`` inlines its figures (base64 PNG) and styles and needs no network. It fits the
+page: every table is in its own horizontally scrolling box (on screen), its headers wrap, and
+printed, every cell wraps instead of running off the paper (`_CSS`). A small
 inline script sets ``data-images-loaded="N/M"`` on <body> once the page has loaded (N
 images decoded of M), which the browser test reads.
 """
@@ -60,9 +62,17 @@ _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1200px;
        padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; padding-bottom: .2em; }
-.scroll { overflow-x: auto; margin: 1em 0; }
+.scroll { overflow-x: auto; max-width: 100%; margin: 1em 0; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; white-space: nowrap; }
+th { white-space: normal; overflow-wrap: anywhere; min-width: 4em; vertical-align: bottom; }
+p, li, caption { overflow-wrap: anywhere; }
+@media print {
+  body { max-width: none; margin: 0; }
+  .scroll { overflow: visible; }
+  table { font-size: 8px; width: 100%; table-layout: auto; }
+  th, td { white-space: normal; overflow-wrap: anywhere; padding: 1px 3px; }
+}
 th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
 td.flag { background: #fdd; font-weight: bold; }
 td.wide { background: #fff3cd; }

@@ -20,6 +20,7 @@ from ..analysis import (
     mm_tables,
     model_metric_table,
     link_columns,
+    named_bottlenecks,
     network_model,
 )
 from ..results import ResultsSummary, merged_buckets
@@ -423,19 +424,30 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
     seed = network_model(table, config_columns=columns, variant="seed")
     comparison = model.comparison.copy()
     comparison["system_throughput_seed_variant"] = seed.comparison["system_throughput_predicted"]
+    # One bottleneck per configuration in the whole report: the shared-processor model's (the
+    # Predictions section's), which has the processors, the thread pools and the links in it;
+    # this network's own busiest centre is kept beside it.
+    named = named_bottlenecks(table, summary.config_columns, columns)
+    comparison["busiest_mva_centre"] = comparison["bottleneck"]
+    if named:
+        comparison["bottleneck"] = [named.get(tuple(str(r[c]) for c in columns), r["bottleneck"])
+                                    for _, r in comparison.iterrows()]
     text = [
         "Network of queues per middleware, solved with exact MVA for the measured population (seed 000 §7.4): "
         "the net thread a single-server queue, the worker pool an m-server center (m = worker threads) whose "
         "demand includes the servers' time (a pool worker blocks while the servers answer), the servers a delay "
         "inside it and the network (client minus middleware response time) a delay center; each direction of a "
-        "host's link whose rate is known has demand bytes per request / rate (`link to H`, `link from H`) and "
-        "competes for the bottleneck (the measured times already hold its waits, so it is no centre of the "
-        "solved network here); demands from each "
+        "host's link whose rate is known is a queue with demand bytes per request / rate of its busier "
+        "direction (`link to H`, `link from H`); where there are links, the servers' time and the network delay, "
+        "which already hold the links' passage, are scaled by the part `off_link_part` that makes the model "
+        "reproduce the measured throughput (analysis/_network.py, 8); demands from each "
         "configuration's own measurements (times weighted by request count over the repetitions). "
         "`system_throughput_seed_variant` is the seed's series model (servers "
-        "as a separate delay center after the workers) for comparison. The bottleneck is the center with the "
-        "highest predicted utilization. Times in ms.",
-        "Bottlenecks: "
+        "as a separate delay center after the workers) for comparison. Times in ms.",
+        ("Bottlenecks, as the Predictions section's model names them (the resource with the highest utilization "
+         "among the processors, the thread pools and the links; this network's own busiest centre is "
+         "`busiest_mva_centre` in the CSV): " if named else
+         "Bottlenecks (the centre with the highest predicted utilization): ")
         + "; ".join(f"{summary.label(r, columns)}: {r['bottleneck']}" for _, r in comparison.iterrows())
         + ".",
     ]

@@ -1,6 +1,7 @@
 """What a results folder holds, as tables: loading it, the histograms, and the statistics
 over repetitions per configuration. Reads `experiment` (the parameters) and `theory`."""
 
+from ._columns import configuration_columns, is_measure
 from ._hdr import HdrHistogram
 from ._histograms import (
     BUCKET_US,
@@ -25,6 +26,8 @@ __all__ = [
     "Results",
     "ResultsSummary",
     "bucket_histogram",
+    "configuration_columns",
+    "is_measure",
     "load",
     "merged_buckets",
     "merged_client_hdr",

@@ -41,6 +41,8 @@ import pandas as pd
 from .._values import configuration_label
 from ..experiment import PARAMETERS
 from ..theory import mean_confidence_interval
+from ._columns import IDENTITY, configuration_columns
+from ._load import LINK_MIN_INTERVAL_S, LINK_MIN_REQUESTS_PER_CLIENT
 from ._histograms import PERCENTILES, merged_buckets, merged_client_hdr, percentile_columns
 from ._request_log import request_log
 
@@ -88,7 +90,8 @@ MIDDLEWARE_MEASURES = (
     "queue_set_ms",
 )
 DERIVED = ("mw_other_ms", "network_ms")
-IDENTITY = ("experiment", "profile", "run_id", "configuration", "repetition", "source")
+# How the load generators ran (measures: `_columns`).
+LOADER_MEASURES = ("loaders", "loaders_start_spread_s", "loaders_overlap")
 
 
 @dataclass
@@ -148,7 +151,8 @@ def summarize(results, level: float = 0.95) -> ResultsSummary:
     frame = results.runs
     if frame is None or frame.empty:
         raise ValueError(f"{results.path}: no completed run to report on")
-    config_columns = [c for c in frame.columns if c not in IDENTITY and c not in _all_measure_columns(frame)]
+    # Which columns are parameters is `_columns`' rule: measured ones (loaders, ...) never are.
+    config_columns = configuration_columns(frame.columns, getattr(results, "manifest", None))
     runs = _wide_runs(frame, config_columns, results)
     swept = _swept(runs)
     x, series = _axes(runs, swept)
@@ -160,6 +164,14 @@ def summarize(results, level: float = 0.95) -> ResultsSummary:
         notes.append(
             f"{len(empty)} of {len(table)} configurations have no measurement window left after trimming warm-up "
             "and cool-down (test_time too short for them): they are left out of the analyses"
+        )
+    if "link:too_short" in runs and (runs["link:too_short"] == 1).any():
+        short = runs[runs["link:too_short"] == 1]
+        notes.append(
+            f"{len(short)} of {len(runs)} runs counted the bytes through their links over too short an interval "
+            f"({short['link:interval_s'].min():.2f} s at the shortest; at least {LINK_MIN_INTERVAL_S:g} s and "
+            f"{LINK_MIN_REQUESTS_PER_CLIENT} requests per client are needed): no bytes per request and no link "
+            "demand from them; lengthen test_time"
         )
     if "kept_s" in runs and (runs["kept_s"] < 2).any():
         notes.append(
@@ -179,18 +191,12 @@ def summarize(results, level: float = 0.95) -> ResultsSummary:
     )
 
 
-def _all_measure_columns(frame: pd.DataFrame) -> set[str]:
-    known = set(CLIENT_MEASURES) | set(MIDDLEWARE_MEASURES)
-    known |= {"kept_s", "count", "hits", "misses", "errors", "count_total", "errors_total", "duration_s", "cores"}
-    return {c for c in frame.columns if c in known or c.startswith(("response_", "cpu_", "link:"))}
-
-
 def _wide_runs(frame: pd.DataFrame, config_columns: list[str], results=None) -> pd.DataFrame:
     keys = ["run_id", "configuration", "repetition"]
     clients = frame[frame["source"] == "clients"]
     wide = clients[keys + config_columns].copy()
     cpu = [c for c in clients.columns if c.startswith(("cpu_", "link:")) or c == "cores"]
-    for column in (*CLIENT_MEASURES, "count", "errors", "kept_s", "duration_s", *cpu):
+    for column in (*CLIENT_MEASURES, "count", "errors", "kept_s", "duration_s", *LOADER_MEASURES, *cpu):
         if column in clients:
             wide[column] = clients[column].to_numpy(dtype=float)
     wide = wide.set_index("run_id")

@@ -8,13 +8,19 @@ everything again.
 
 `down` needs no state file: it finds the namespaces, interfaces and cgroups by their prefix,
 kills every process inside a namespace or cgroup of the testbed (SIGTERM, SIGKILL after 2 s),
-then removes them, and the state file, keys and sshd configurations. `status` lists what
+then removes them, and the testbed's own folder (`Names.folder`): the state file, keys, sshd
+configurations and ``work/``, where the runs on its hosts keep their files (the namespaces
+share this machine's file system; a run SIGKILLed mid-way leaves its files there). Another
+prefix's folder is not touched.
+
+Every function takes the *base* folder (``$MEMRELAY_LAB_TESTBED_DIR``) and works in
+``names.folder(base)``. `status` lists what
 exists, and whether it is what the state file describes: a piece without a host in the state
 file is a leftover, a host of the state file without its pieces is broken.
 
-The state file (read by `experiment._topology.testbed_hosts`)::
+The state file, ``<base>/<prefix>/state.json`` (read by `experiment._topology.testbed_hosts`)::
 
-    {"prefix": "mrlab-", "subnet": "10.231.7.0/24", "bridge": "mrlab-br0", "dir": "...",
+    {"prefix": "mrlab-", "subnet": "10.231.7.0/24", "bridge": "mrlab-br0", "dir": "<base>/mrlab-",
      "hosts": [{"name": "client1", "namespace": "mrlab-client1", "address": "10.231.7.11",
                 "ssh_port": 22, "user": "root", "key": ".../keys/user_ed25519",
                 "known_hosts": ".../keys/known_hosts", "veth": "mrlab-client1",
@@ -91,8 +97,9 @@ def read_state(folder: Path) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- up
 
 
-def up(plans: Sequence[HostPlan], names: Names, folder: Path, say: Say = lambda line: None) -> dict[str, Any]:
+def up(plans: Sequence[HostPlan], names: Names, base: Path, say: Say = lambda line: None) -> dict[str, Any]:
     """Bring the testbed up (module docstring); returns the state written."""
+    folder = names.folder(base)
     if not plans:
         raise TestbedError("a testbed needs at least one host")
     seen = set()
@@ -107,7 +114,7 @@ def up(plans: Sequence[HostPlan], names: Names, folder: Path, say: Say = lambda 
     require_root()
     if _cgroups.cgroup_root() is None:
         raise TestbedError("no cpu cgroup controller (neither /sys/fs/cgroup/cpu nor a unified tree with cpu)")
-    removed = down(names, folder)
+    removed = down(names, base)
     if removed:
         say(f"testbed: removed leftovers first: {', '.join(removed)}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -142,7 +149,7 @@ def up(plans: Sequence[HostPlan], names: Names, folder: Path, say: Say = lambda 
         temporary.replace(_state_path(folder))
         return state
     except BaseException:
-        down(names, folder)
+        down(names, base)
         raise
 
 
@@ -177,8 +184,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def down(names: Names, folder: Path, say: Say = lambda line: None) -> list[str]:
+def down(names: Names, base: Path, say: Say = lambda line: None) -> list[str]:
     """Remove everything of the testbed with ``names``' prefix; returns what was removed."""
+    folder = names.folder(base)
     namespaces = _links.our_namespaces(names)
     cgroups = _cgroups.our_cgroups(names)
     if namespaces or cgroups or _links.our_links(names):
@@ -200,15 +208,23 @@ def down(names: Names, folder: Path, say: Say = lambda line: None) -> list[str]:
     for link in sorted(links, key=lambda n: n == names.bridge):
         _links.remove_link(link)
         removed.append(f"interface {link}")
-    state = read_state(folder)
-    if state is not None and state.get("prefix", names.prefix) == names.prefix:
-        _state_path(folder).unlink()
+    if _state_path(folder).exists():
         removed.append(f"state file {_state_path(folder)}")
-    for part in ("keys", "hosts"):
-        shutil.rmtree(folder / part, ignore_errors=True)
+    work = _work_left(folder)
+    if work:
+        removed.append(f"{work} run folders left in {folder / 'work'}")
+    shutil.rmtree(folder, ignore_errors=True)  # this prefix's folder only
     for line in removed:
         say(f"testbed: removed {line}")
     return removed
+
+
+def _work_left(folder: Path) -> int:
+    """Run folders left in the testbed's work folder (a run removes its own when it ends)."""
+    try:
+        return sum(1 for _ in (folder / "work").iterdir())
+    except OSError:
+        return 0
 
 
 def _cgroup_members(path: Path) -> list[int]:
@@ -221,8 +237,9 @@ def _cgroup_members(path: Path) -> list[int]:
 # ---------------------------------------------------------------- status
 
 
-def status(names: Names, folder: Path) -> dict[str, Any]:
+def status(names: Names, base: Path) -> dict[str, Any]:
     """What exists of the testbed and whether it matches the state file (module docstring)."""
+    folder = names.folder(base)
     state = read_state(folder)
     if state is not None and state.get("prefix", names.prefix) != names.prefix:
         state = None  # another testbed's state file

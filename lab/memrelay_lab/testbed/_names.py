@@ -11,6 +11,11 @@ by name alone, with or without the state file. For a host NAME:
   v2).
 
 Interface names have at most 15 bytes (IFNAMSIZ), which bounds prefix + host name.
+
+Files are kept per prefix too: ``folder()`` is ``$MEMRELAY_LAB_TESTBED_DIR/<prefix>`` (default
+``/run/memrelay-lab/testbed/mrlab-/``), holding the state file, the keys, each host's sshd
+files and the folder its runs work in (``work/``), so two testbeds side by side never touch
+each other's files and `down` removes only its own.
 """
 
 from __future__ import annotations
@@ -93,6 +98,10 @@ class Names:
     def host_of(self, name: str) -> str:
         """The host a namespace, interface or cgroup name belongs to."""
         return name[len(self.prefix):]
+
+    def folder(self, base: Path | None = None) -> Path:
+        """This testbed's own folder (module docstring) under `base` (default `testbed_dir()`)."""
+        return Path(base if base is not None else testbed_dir()) / self.prefix
 
     def ours(self, name: str) -> bool:
         return name.startswith(self.prefix)
