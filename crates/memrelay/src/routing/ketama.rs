@@ -326,6 +326,8 @@ impl Ring {
 
 #[cfg(test)]
 mod tests {
+    use core::ffi::c_char;
+
     use super::*;
 
     fn servers(names: &[&str]) -> Vec<RingServer> {
