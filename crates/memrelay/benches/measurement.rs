@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use memrelay::measure::metrics::{Kind, Outcome, Recorder, Timestamps, WindowClock};
+use memrelay::measure::clock::WindowClock;
+use memrelay::measure::metrics::{Kind, Outcome, Recorder, Timestamps};
 
 fn record(c: &mut Criterion) {
     let (to_stats, from_recorders) = crossbeam_channel::unbounded();
