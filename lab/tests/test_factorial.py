@@ -297,8 +297,9 @@ SEED_000_DESIGNS = {
             "BC": 5.39, "ABC": 1.34, "Errors": 0.94},
         percent={"A": 52.66, "B": 5.57, "C": 0.48, "AB": 20.1, "AC": 7.4, "BC": 9.69, "ABC": 2.4, "Errors": 1.7},
         # SSA = 24 q_A²: the inputs' rounding (± 0.005 ms each) moves q_A = -1.104 by about
-        # 0.001, SSA by 0.05 and its share by 0.09 points (29.24 here, 29.28 in the seed).
-        q_abs=0.01, percent_abs=0.1, ss_rel=1.5e-2),
+        # 0.001, SSA by 0.05 and its share by 0.09 points (29.24 here, 29.28 in the seed);
+        # SSE, 24 squared residuals of rounded inputs, comes out 0.956 against 0.94.
+        q_abs=0.01, percent_abs=0.1, ss_rel=2e-2),
     "T15-16 50-50 throughput": dict(
         y=[(16998, 16937, 17115), (16052, 15268, 15515), (23674, 23860, 23877), (22620, 22538, 22360),
            (26663, 25310, 27222), (25482, 25026, 24455), (33417, 34316, 32638), (30588, 32002, 30576)],
