@@ -335,6 +335,9 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
             else "Where there is a middleware, R is its response time and Z the clients' minus the middleware's "
             "response time (seeds 000, 004); without middleware Z = 0 (the bench has no think time)."
         )
+        + " Z = N/X − R is the think time the law solves for with R measured on the clients (seed 002 "
+        "Table 5): close to 0 for the bench, which does not think; what it is above 0 is time the clients' "
+        "R does not count."
         + f" A configuration is flagged when a prediction is more than {tolerance:.0%} off.",
         f"Flagged: {len(flagged)} of {len(frame)} configurations."
         + (" " + "; ".join(summary.label(r) for _, r in flagged.iterrows()) if len(flagged) else ""),
@@ -347,9 +350,9 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
                 "interactive_law",
                 "Interactive law: measured and predicted (ms, requests/s; deviations relative to the measured)",
                 frame[[c for c in frame.columns if c != "think_time_from" and frame[c].astype(str).nunique() > 1
-                       or c in ("configuration", "throughput", "response_time", "consistent")]],
+                       or c in ("configuration", "throughput", "response_time", "think_time_law", "consistent")]],
                 csv=frame,
-                units={"response_time": "ms", "think_time": "ms", "predicted_response_time": "ms",
+                units={"response_time": "ms", "think_time": "ms", "think_time_law": "ms", "predicted_response_time": "ms",
                        "predicted_throughput": "rate", "response_time_deviation": "relative",
                        "throughput_deviation": "relative"},
             ),
