@@ -11,8 +11,8 @@ from ._factorial_models import (
     extreme_designs,
     extreme_levels,
     fits_of,
-    write_share,
 )
+from ._levels import write_share
 from ._factorial_tables import RESPONSES as FACTORIAL_RESPONSES
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
 from ._max_throughput import MaxThroughput, best_per_group, knee_table, max_throughput, summary_groups
