@@ -15,7 +15,7 @@ from ._factorial_models import (
 from ._levels import write_share
 from ._factorial_tables import RESPONSES as FACTORIAL_RESPONSES
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
-from ._max_throughput import MaxThroughput, best_per_group, knee_table, max_throughput, summary_groups
+from ._max_throughput import MaxThroughput, best_per_group, knee_table, max_throughput, maximum_table, summary_groups
 from ._mix_models import mix_models
 from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
@@ -83,6 +83,7 @@ __all__ = [
     "factorial_results",
     "interactive_law_table",
     "max_throughput",
+    "maximum_table",
     "best_per_group",
     "knee_table",
     "summary_groups",
