@@ -37,6 +37,9 @@ LAB = [sys.executable, "-m", "memrelay_lab.cli"]
 FIGURES = {
     "throughput",
     "response_time",
+    "throughput_get",
+    "throughput_set",
+    "time_means",
     "time_breakdown",
     "percentiles_clients",
     "percentiles_middleware",

@@ -207,6 +207,8 @@ def throughput_section(summary: ResultsSummary) -> Section | None:
         _items(
             _figure("throughput", "Throughput", plots.throughput_plot(summary.table, x, by, level)),
             _figure("response_time", "Response time", plots.response_time_plot(summary.table, x, by, level)),
+            *(_figure(f"throughput_{kind}", f"{kind} throughput (seed 001 Figures 7-8)",
+                      plots.throughput_per_type_plot(summary.table, x, by, level, kind)) for kind in ("get", "set")),
         ),
     )
 
