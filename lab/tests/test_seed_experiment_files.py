@@ -58,3 +58,16 @@ def test_workers_moving_with_the_servers_are_not_a_parameter_of_their_own():
     # The check can fail: a pool that does not follow S x T is a parameter.
     doctored = runs.assign(workers=[48, 48, 64, 64])
     assert "workers" in _swept(doctored)
+
+
+def test_seed_003_one_thread_run_and_seed_004_auxiliary_run():
+    # Seed 003 §2.1, Figures 11-12: one machine, one instance, one thread, VC 1 to 8, read-only,
+    # one server, no middleware.
+    one = expand(load_experiment(EXPERIMENTS / "baseline-one-thread.toml"))
+    assert [c.clients for c in one] == list(range(1, 9))
+    assert {(c.servers, c.middlewares, c.workload) for c in one} == {(1, 0, "read-only")}
+    # Seed 004 §4.2's auxiliary figure: write-only, two middlewares of 64 workers, one server
+    # (its §3.2 baseline) against three (§4.1 full system).
+    auxiliary = expand(load_experiment(EXPERIMENTS / "auxiliary-64-workers.toml"))
+    assert {(c.middlewares, c.workers, c.workload) for c in auxiliary} == {(2, 64, "write-only")}
+    assert {c.servers for c in auxiliary} == {1, 3}

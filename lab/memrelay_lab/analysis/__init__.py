@@ -1,6 +1,7 @@
 """Analyses of a results summary: the queueing models built from the measurements, the
 interactive-law and factorial tables. Reads `results` and `theory`; never loads a folder."""
 
+from ._bandwidth import bandwidth_table
 from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_models import (
@@ -38,6 +39,7 @@ from ._time_distributions import (
 )
 
 __all__ = [
+    "bandwidth_table",
     "RELATIVE_MEASURES",
     "relative_differences",
     "TRACE_MEASURES",

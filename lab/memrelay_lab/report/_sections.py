@@ -69,7 +69,8 @@ def overview(results, summary: ResultsSummary) -> Section:
         "100 µs buckets (interpolated inside the bucket). Histograms cover whole runs, warm-up and cool-down "
         "included."
     )
-    machines_text, machines_tables = machines_overview(results.manifest)
+    sizes = summary.runs["value_size"].dropna().unique() if "value_size" in summary.runs else []
+    machines_text, machines_tables = machines_overview(results.manifest, int(sizes[0]) if len(sizes) == 1 else None)
     text += machines_text
     failed = results.status[results.status["status"] != "completed"] if not results.status.empty else None
     items: list = [*machines_tables]
