@@ -341,3 +341,49 @@ def test_seed_000_tables_11_to_20_every_factor(name):
     for component, expected in seed["ss"].items():
         # Sums of squares printed with three significant digits (or two decimals).
         assert table[component] == pytest.approx(expected, rel=seed["ss_rel"], abs=0.01), (name, component)
+
+
+# Seed 004 §6, its example sign table (write-only throughput, A: middlewares 1/2, B: servers
+# 1/3, C: worker threads 8/32, rows in standard order): y_mean and the errors e1..e3, so the
+# repetitions are y_mean + e_j. Its additive (tab:2k-add-wo-tpt) and multiplicative
+# (tab:2k-mult-wo-tpt, natural logarithm) results, as printed: effect, fraction of variation.
+SEED_004_MEANS = [3364.3, 4318.9, 2655.2, 3729.6, 5832.8, 7321.3, 4786.4, 6782.0]
+SEED_004_ERRORS = [(45.56, -15.33, -30.23), (-19.85, -1.77, 21.63), (23.47, 37.06, -60.54), (9.09, -39.41, 30.32),
+                   (6.49, -17.43, 10.93), (17.68, -21.73, 4.04), (27.09, -18.71, -8.38), (-16.40, -2.95, 19.35)]
+SEED_004_ADDITIVE = {"A": (689.1529, 0.196), "B": (-360.4905, 0.054), "C": (1331.8182, 0.731), "AB": (78.3606, 0.003),
+                     "BC": (-35.9031, 0.001), "AC": (181.8770, 0.014), "ABC": (48.4125, 0.001)}
+SEED_004_MULTIPLICATIVE = {"A": (0.1457, 0.194), "B": (-0.0822, 0.062), "C": (0.2832, 0.733), "AB": (0.0264, 0.006),
+                           "BC": (0.0137, 0.002), "AC": (-0.0017, 0.000), "ABC": (0.0039, 0.000)}
+
+
+def _seed_004_responses():
+    return [[mean + e for e in errors] for mean, errors in zip(SEED_004_MEANS, SEED_004_ERRORS)]
+
+
+def _explained_share(result, name):
+    """A factor's share of the variation the factors explain (SST - SSE): the seed's error share
+    (its commented-out row: 0.002 of SST, additive; 0.003 multiplicative) is about 8 times what
+    its own printed errors give (0.026 %), so its fractions are those of a slightly larger SST;
+    as shares of the explained variation the seed's and the lab's agree to the seed's digits."""
+    return result.variation_percent[name] / (100 - result.error_percent)
+
+
+def test_seed_004_additive_model_write_only_throughput():
+    result = factorial_from_responses(_seed_004_responses())
+    for name, (effect, fraction) in SEED_004_ADDITIVE.items():
+        # y_mean printed with one decimal, the errors with two: effects within 0.05.
+        assert result.effects[name] == pytest.approx(effect, abs=0.05), name
+        assert _explained_share(result, name) == pytest.approx(fraction / (1 - 0.002), abs=6e-4), name
+
+
+def test_seed_004_multiplicative_model_write_only_throughput():
+    # The lab fits log10 y (its report shows 10^q); the seed's logarithm is the natural one:
+    # q_ln = q_log10 ln 10. Fractions of variation do not depend on the base.
+    data = pd.DataFrame([{"A": a, "B": b, "C": c, "y": y}
+                         for i, ys in enumerate(_seed_004_responses())
+                         for a, b, c in [((-1, 1)[i & 1], (-1, 1)[i >> 1 & 1], (-1, 1)[i >> 2 & 1])]
+                         for y in ys])
+    result = factorial_design(data, ["A", "B", "C"], "y", log=True)
+    for name, (effect, fraction) in SEED_004_MULTIPLICATIVE.items():
+        assert result.effects[name] * math.log(10) == pytest.approx(effect, abs=6e-5), name
+        assert _explained_share(result, name) == pytest.approx(fraction / (1 - 0.003), abs=6e-4), name
