@@ -45,3 +45,23 @@ def test_total_time_percentiles_and_means_with_standard_deviations():
     assert means.name == "time_means" and "Figures 13-16" in means.caption
     # Without standard deviations (summary.json only) there is no such figure.
     assert _means_plot(_distributions(with_std=False), summary) is None
+
+
+def test_seed_001_tables_1_to_3_layout():
+    # Per configuration, the clients' mean, percentiles and standard deviation beside the
+    # throughput; the middleware's rows (no standard deviation of their buckets) left out.
+    from memrelay_lab.report._sections import distribution_table
+
+    percentiles = pd.DataFrame([
+        {"configuration": 0, "workers": 16, "clients": 200, "side": "clients", "mean_ms": 12.0, "p50_ms": 11.0,
+         "p90_ms": 20.0, "p99_ms": 40.0, "std_ms": 6.0},
+        {"configuration": 0, "workers": 16, "clients": 200, "side": "middleware", "mean_ms": 9.0, "p50_ms": 8.0,
+         "p90_ms": 15.0, "p99_ms": 30.0, "std_ms": float("nan")},
+    ])
+    summary = SimpleNamespace(percentiles=percentiles, display_columns=["workers", "clients"],
+                              table=pd.DataFrame([{"configuration": 0, "throughput": 16000.0}]))
+    frame = distribution_table(summary)
+    assert frame.to_dict("records") == [{"configuration": 0, "workers": 16, "clients": 200, "mean_ms": 12.0,
+                                         "p50_ms": 11.0, "p90_ms": 20.0, "p99_ms": 40.0, "std_ms": 6.0,
+                                         "throughput": 16000.0}]
+    assert distribution_table(SimpleNamespace(percentiles=percentiles.drop(columns="std_ms"))) is None
