@@ -6,6 +6,7 @@ folder lacks what it shows is checked too (the check can fail)."""
 from types import SimpleNamespace
 
 import pandas as pd
+import pytest
 
 from memrelay_lab.report import _plots as plots
 from memrelay_lab.report._time_distributions_section import _means_plot, _percentiles_plot
@@ -47,21 +48,34 @@ def test_total_time_percentiles_and_means_with_standard_deviations():
     assert _means_plot(_distributions(with_std=False), summary) is None
 
 
-def test_seed_001_tables_1_to_3_layout():
+def test_seed_001_tables_1_to_3_and_5_to_6(monkeypatch):
     # Per configuration, the clients' mean, percentiles and standard deviation beside the
-    # throughput; the middleware's rows (no standard deviation of their buckets) left out.
-    from memrelay_lab.report._sections import distribution_table
+    # throughput, of all requests and, with reads and writes, of the gets and the sets apart.
+    from memrelay_lab.analysis import _response_statistics
 
-    percentiles = pd.DataFrame([
-        {"configuration": 0, "workers": 16, "clients": 200, "side": "clients", "mean_ms": 12.0, "p50_ms": 11.0,
-         "p90_ms": 20.0, "p99_ms": 40.0, "std_ms": 6.0},
-        {"configuration": 0, "workers": 16, "clients": 200, "side": "middleware", "mean_ms": 9.0, "p50_ms": 8.0,
-         "p90_ms": 15.0, "p99_ms": 30.0, "std_ms": float("nan")},
-    ])
-    summary = SimpleNamespace(percentiles=percentiles, display_columns=["workers", "clients"],
-                              table=pd.DataFrame([{"configuration": 0, "throughput": 16000.0}]))
-    frame = distribution_table(summary)
-    assert frame.to_dict("records") == [{"configuration": 0, "workers": 16, "clients": 200, "mean_ms": 12.0,
-                                         "p50_ms": 11.0, "p90_ms": 20.0, "p99_ms": 40.0, "std_ms": 6.0,
-                                         "throughput": 16000.0}]
-    assert distribution_table(SimpleNamespace(percentiles=percentiles.drop(columns="std_ms"))) is None
+    class Hdr:
+        def __init__(self, scale):
+            self.total, self.scale = 100, scale
+
+        def mean(self):
+            return 10_000.0 * self.scale
+
+        def value_at_quantile(self, q):
+            return 20_000.0 * q * self.scale
+
+        def std(self):
+            return 5_000.0 * self.scale
+
+    scales = {None: 1.0, "get": 0.9, "set": 1.5}
+    monkeypatch.setattr(_response_statistics, "merged_client_hdr", lambda results, ids, kind: Hdr(scales[kind]))
+    table = pd.DataFrame([{"configuration": 0, "servers": 3, "throughput": 1000.0, "throughput_get": 950.0,
+                           "throughput_set": 50.0}])
+    summary = SimpleNamespace(table=table, display_columns=["servers"], results=None, run_ids=lambda c: ["r1"])
+    frame = _response_statistics.response_statistics(summary).set_index("type")
+    assert list(frame.index) == ["all", "get", "set"]
+    assert frame.loc["set", "mean_ms"] == 15.0 and frame.loc["set", "std_ms"] == 7.5
+    assert frame.loc["get", "p90_ms"] == pytest.approx(20.0 * 0.9 * 0.9)
+    assert frame.loc["get", "throughput"] == 950.0 and frame.loc["all", "throughput"] == 1000.0
+    # A read-only folder has the one row.
+    summary.table = table.assign(throughput_set=0.0)
+    assert list(_response_statistics.response_statistics(summary)["type"]) == ["all"]

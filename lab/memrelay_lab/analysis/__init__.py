@@ -29,6 +29,7 @@ from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
 from ._relative import RELATIVE_MEASURES, relative_differences
+from ._response_statistics import response_statistics
 from ._trace import TRACE_MEASURES, trace_frame, trace_statistics
 from ._time_distributions import (
     REQUEST_TIMES,
@@ -42,6 +43,7 @@ __all__ = [
     "bandwidth_table",
     "RELATIVE_MEASURES",
     "relative_differences",
+    "response_statistics",
     "TRACE_MEASURES",
     "trace_frame",
     "trace_statistics",

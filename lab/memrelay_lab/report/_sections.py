@@ -21,6 +21,7 @@ from ..analysis import (
     model_metric_table,
     link_columns,
     network_model,
+    response_statistics,
 )
 from ..results import ResultsSummary, merged_buckets
 from ._document import Figure, Section, Table
@@ -238,11 +239,12 @@ def percentiles_section(summary: ResultsSummary) -> Section | None:
     shown = ["configuration", *summary.display_columns, "side", "requests", "mean_ms"]
     shown += [c for c in percentiles.columns if re.fullmatch(r"p[0-9_]+_ms", c)]
     items: list = [Table("percentiles", "Response time percentiles from merged histograms (ms)", percentiles[shown])]
-    statistics = distribution_table(summary)
+    statistics = response_statistics(summary)
     if statistics is not None:
-        items.append(Table("response_time_statistics", "Response time statistics and throughput on the clients "
-                           "(seed 001 Tables 1-3: mean, percentiles and standard deviation, ms; throughput, "
-                           "requests/s)", statistics))
+        items.append(Table("response_time_statistics", "Response time statistics and throughput on the clients, "
+                           "all requests and, with reads and writes, gets and sets apart (seed 001 Tables 1-3 and "
+                           "5-6: mean, percentiles and standard deviation in ms; throughput in requests/s)",
+                           statistics))
     if "multiget" in summary.swept:
         by = [c for c in summary.display_columns if c != "multiget"]
         items += _items(
@@ -286,20 +288,6 @@ def percentiles_section(summary: ResultsSummary) -> Section | None:
         ],
         items,
     )
-
-
-def distribution_table(summary: ResultsSummary) -> pd.DataFrame | None:
-    """Seed 001 Tables 1-3 per configuration: the clients' mean, 50th, 90th and 99th percentiles
-    and standard deviation of the response time (merged HdrHistograms) beside the throughput."""
-    percentiles = summary.percentiles
-    if percentiles.empty or "std_ms" not in percentiles:
-        return None
-    clients = percentiles[percentiles["side"] == "clients"]
-    columns = [c for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms") if c in clients]
-    throughput = summary.table.set_index("configuration")["throughput"]
-    frame = clients[["configuration", *summary.display_columns, *columns]].copy()
-    frame["throughput"] = frame["configuration"].map(throughput)
-    return frame.reset_index(drop=True)
 
 
 # Seed 000 §5.3 (Figure 26) shows the histograms of multi-gets of 6 keys.

@@ -19,8 +19,7 @@
   plain means, for the interactive law and the queueing models, which pair times with the
   mean throughput.
 - ``percentiles``: one row per configuration and side (``clients``, ``middleware``) with
-  the mean and percentiles (and, for the clients' HdrHistograms, the standard deviation:
-  seed 001 Tables 1-3) read from the histograms of every repetition merged
+  the mean and percentiles read from the histograms of every repetition merged
   (`_histograms`), never averaged across runs, and the request count behind them.
 
 ``swept`` names the design parameters that take several values (workers moving with the
@@ -299,8 +298,7 @@ def _percentiles(results, runs: pd.DataFrame, config_columns: list[str]) -> pd.D
         config = {"configuration": configuration, **{c: group[c].iloc[0] for c in config_columns}}
         client = merged_client_hdr(results, run_ids)
         if client is not None and client.total:
-            record = {**config, "side": "clients", "requests": client.total, "mean_ms": client.mean() / 1e3,
-                      "std_ms": client.std() / 1e3}
+            record = {**config, "side": "clients", "requests": client.total, "mean_ms": client.mean() / 1e3}
             record.update({name: client.value_at_quantile(q / 100.0) / 1e3 for q, name in names.items()})
             records.append(record)
         if group["mw_response_ms"].notna().any():
