@@ -92,3 +92,11 @@ def test_extreme_models_section_text_and_multiplicative_effects_come_from_the_de
     # y doubles with the clients and grows 1.5 times with the workers: 10^q = sqrt of each.
     assert effects["clients"] == pytest.approx(2 ** 0.5, rel=1e-3)
     assert effects["workers"] == pytest.approx(1.5 ** 0.5, rel=1e-3)
+
+
+def test_main_section_names_each_factors_low_and_high_level_in_order():
+    from memrelay_lab.report._sections import factorial_section
+
+    cells = {(("servers", s), ("workload", w)): ys for (s, w), ys in SEED_002_TPS.items()}
+    section = factorial_section(_summary(cells, ["servers", "workload"]))
+    assert "servers: 3 and 7; workload: 1:99 and 10:90" in section.text[0]

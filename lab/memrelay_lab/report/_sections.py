@@ -382,9 +382,10 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
     analyses = factorial_results(summary)
     if not analyses:
         return Section("2^k r factorial design", [f"Not analysed: a {reason}, but without complete measurements."])
+    levels = next(iter(analyses.values())).levels  # each factor's (low, high), coded -1 and +1
     text = [
-        f"A {reason} with factors {', '.join(plan.factors)} (levels: "
-        + "; ".join(f"{f}: {', '.join(map(str, sorted(summary.runs[f].unique())))}" for f in plan.factors)
+        f"A {reason} with factors {', '.join(plan.factors)} (levels, low and high: "
+        + "; ".join(f"{f}: {low} and {high}" for f, (low, high) in levels.items())
         + "), additive model, on the clients' measurements (seed 000 §6, Tables 7-20; a read-write workload's "
         "writes and reads also get a design each, Tables 17-20). The last row of the sign table holds "
         "the effects q; an effect is significant when its confidence interval excludes 0. "
