@@ -88,6 +88,7 @@ def test_peak_rule_takes_the_seeds_total_rates_for_two_middlewares():
         assert row["jobs_in_system_mm1"] == pytest.approx(n_mm1, rel=1.5e-3)
         assert row["response_ms_mmm"] == pytest.approx(r_mmm, rel=1.5e-3)
         assert row["queue_length_mmm"] == pytest.approx(nq_mmm, rel=1.5e-3, abs=6e-6)
+        assert row["queue_length_measured"] == pytest.approx(2 * 1.8)  # both middlewares' queues
         wide = tables.mmm[tables.mmm["clients"] == clients].set_index("metric")["value"]
         assert wide["Prob. of queueing"] == pytest.approx(queueing, abs=2e-5)
 

@@ -181,7 +181,10 @@ def mm_tables(
             comparison[f"var_response_ms2_{model}"] = result.var_response_time * 1e6 if result else math.nan
         comparison["response_ms_measured"] = r_mw
         comparison["waiting_time_ms_measured"] = float(row["mw_queue_ms"])
-        comparison["queue_length_measured"] = float(row.get("mw_queue_length", math.nan))
+        # memrelay's mean queue length is per middleware (the mean over them); the peak rule's
+        # models are of the whole system, so its measured counterpart is the sum.
+        whole = float(row["middlewares"]) if service_rate == "peak" else 1.0
+        comparison["queue_length_measured"] = float(row.get("mw_queue_length", math.nan)) * whole
         comparison["jobs_in_system_measured"] = lam * r_mw * MS
         # The variance of single response times, from the middlewares' HdrHistograms.
         comparison["var_response_ms2_measured"] = float(row.get("mw_response_std_ms", math.nan)) ** 2
