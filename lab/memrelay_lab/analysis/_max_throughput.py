@@ -103,8 +103,12 @@ def best_per_group(table: pd.DataFrame, by: list[str]) -> list[tuple[dict, MaxTh
     return found
 
 
-_TABLES_3_TO_5 = (("throughput (ops/s)", "mw_throughput", "throughput"), ("response time (ms)", "mw_response_ms",
-                  "response_ms"), ("time in queue (ms)", "mw_queue_ms", None), ("miss rate", "mw_miss_rate", "miss_rate"))
+_TABLES_3_TO_5 = (  # (label, the middlewares' column, the clients' column)
+    ("throughput (ops/s)", "mw_throughput", "throughput"),
+    ("response time (ms)", "mw_response_ms", "response_ms"),
+    ("time in queue (ms)", "mw_queue_ms", None),
+    ("miss rate", "mw_miss_rate", "miss_rate"),
+)
 RULES = (("maximum", "best"), ("smallest reaching it", "smallest"))
 
 

@@ -362,7 +362,8 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
                 frame[[c for c in frame.columns if c != "think_time_from" and frame[c].astype(str).nunique() > 1
                        or c in ("configuration", "throughput", "response_time", "think_time_law", "consistent")]],
                 csv=frame,
-                units={"response_time": "ms", "think_time": "ms", "think_time_law": "ms", "predicted_response_time": "ms",
+                units={"response_time": "ms", "think_time": "ms", "think_time_law": "ms",
+                       "predicted_response_time": "ms",
                        "predicted_throughput": "rate", "response_time_deviation": "relative",
                        "throughput_deviation": "relative"},
             ),

@@ -33,7 +33,8 @@ def trace_section(summary: ResultsSummary) -> Section | None:
         "windows (memrelay's windows.jsonl). The grey bands are the trimmed warm-up and cool-down. "
         "The third panel is Figure 36's spread: the standard deviation of the response times inside each "
         "second, from memrelay's per-window HdrHistograms (memrelay-bench's per-second output has no spread, so "
-        "the clients have none). The table summarises the kept seconds: a stable run has a small coefficient of variation (cv = standard "
+        "the clients have none). The table summarises the kept seconds: a stable run has a small coefficient "
+        "of variation (cv = standard "
         "deviation / mean) and a trend (least-squares slope) near zero."
     ]
     items: list[Table | Figure] = [_trace_plot(traces)]
