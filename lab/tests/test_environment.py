@@ -70,7 +70,9 @@ def test_the_overview_of_several_hosts_shows_hosts_links_and_offsets():
     text, tables = machines_overview(manifest)
     assert any("network namespaces or addresses of the lab's own machine" in t for t in text)
     assert not any("shared one machine" in t for t in text)
-    hosts, links = (table.frame for table in tables)
+    hosts, links, bandwidth = (table.frame for table in tables)
+    # seed 004's iperf3 table: the measured link in MB/s (no value size given: no values/s)
+    assert bandwidth["MB/s"].tolist() == pytest.approx([94.27 / 8])
     assert hosts["clock offset (ms)"].tolist() == ["+1.200", "-0.500"]
     assert hosts["± (ms)"].tolist() == ["0.200", "0.100"]
     assert links.iloc[0]["round trip min (ms)"] == "0.512" and links.iloc[0]["bandwidth (Mbit/s)"] == "94.3"

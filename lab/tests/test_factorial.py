@@ -273,3 +273,117 @@ def test_missing_combination_is_named():
     frame = pd.DataFrame({"A": [-1, 1, -1], "B": [-1, -1, 1], "y": [1.0, 2.0, 3.0]})
     with pytest.raises(FactorialDesignError, match=r"\(A=1, B=1\): 0"):
         factorial_design(frame, ["A", "B"], "y")
+
+
+# Seed 000 Tables 11-20 (§6.3-6.4): the read-only and 50-50 designs, every factor. Each entry:
+# the y_ij of the Results table, its q_x row, the Variations table's sums of squares and
+# percentages (Errors included), and the tolerances the printed rounding allows: the
+# throughputs are printed as integers (q within 0.6), the response times with two decimals
+# (q within 0.005 plus the table's own rounding to two decimals).
+SEED_000_DESIGNS = {
+    "T11-12 read-only throughput": dict(
+        y=[(22099, 21648, 20857), (20050, 20095, 21245), (22275, 22267, 22262), (33364, 33328, 33364),
+           (22253, 22310, 22280), (32345, 31891, 31000), (22223, 22258, 22266), (33356, 33350, 33448)],
+        q={"I": 25910, "A": 3827, "B": 1904, "C": 1505, "AB": 1728, "AC": 1323, "BC": -1502, "ABC": -1311},
+        ss={"SSY": 1.68e10, "SS0": 1.61e10, "SST": 7.05e8, "A": 3.51e8, "B": 8.70e7, "C": 5.44e7, "AB": 7.17e7,
+            "AC": 4.20e7, "BC": 5.41e7, "ABC": 4.12e7, "Errors": 2.65e6},
+        percent={"A": 49.88, "B": 12.35, "C": 7.72, "AB": 10.18, "AC": 5.97, "BC": 7.68, "ABC": 5.85, "Errors": 0.38},
+        q_abs=0.6, percent_abs=0.006, ss_rel=5e-3),
+    "T13-14 read-only response time": dict(
+        y=[(8.98, 9.16, 9.53), (9.85, 9.91, 9.29), (9.46, 9.37, 9.35), (6.19, 6.18, 6.17),
+           (9.53, 9.24, 9.33), (6.91, 6.96, 7.8), (10.45, 10.53, 10.49), (6.53, 6.5, 6.64)],
+        q={"I": 8.52, "A": -1.1, "B": -0.36, "C": -0.11, "AB": -0.68, "AC": -0.41, "BC": 0.47, "ABC": 0.24},
+        ss={"SSY": 1796, "SS0": 1740, "SST": 55.61, "A": 29.28, "B": 3.1, "C": 0.27, "AB": 11.18, "AC": 4.12,
+            "BC": 5.39, "ABC": 1.34, "Errors": 0.94},
+        percent={"A": 52.66, "B": 5.57, "C": 0.48, "AB": 20.1, "AC": 7.4, "BC": 9.69, "ABC": 2.4, "Errors": 1.7},
+        # SSA = 24 q_A²: the inputs' rounding (± 0.005 ms each) moves q_A = -1.104 by about
+        # 0.001, SSA by 0.05 and its share by 0.09 points (29.24 here, 29.28 in the seed);
+        # SSE, 24 squared residuals of rounded inputs, comes out 0.956 against 0.94.
+        q_abs=0.01, percent_abs=0.1, ss_rel=2e-2),
+    "T15-16 50-50 throughput": dict(
+        y=[(16998, 16937, 17115), (16052, 15268, 15515), (23674, 23860, 23877), (22620, 22538, 22360),
+           (26663, 25310, 27222), (25482, 25026, 24455), (33417, 34316, 32638), (30588, 32002, 30576)],
+        q={"I": 24355, "A": -814.45, "B": 3351, "C": 4620, "AB": -110.46, "AC": -138.72, "BC": -69.47,
+           "ABC": -137.34},
+        ss={"SSY": 1.50e10, "SS0": 1.42e10, "SST": 8.05e8, "A": 1.59e7, "B": 2.69e8, "C": 5.12e8, "AB": 292_818,
+            "AC": 461_871, "BC": 115_810, "ABC": 452_724, "Errors": 5.61e6},
+        percent={"A": 1.98, "B": 33.49, "C": 63.67, "AB": 0.04, "AC": 0.06, "BC": 0.01, "ABC": 0.06, "Errors": 0.7},
+        q_abs=0.6, percent_abs=0.006, ss_rel=5e-3),
+    "T17-18 50-50 write response time": dict(
+        y=[(11.66, 11.67, 11.53), (12.31, 12.93, 12.72), (8.82, 8.73, 8.78), (9.28, 9.34, 9.35),
+           (8.1, 8.44, 8.06), (8.6, 8.65, 8.88), (7.28, 7.05, 7.21), (7.73, 7.58, 7.81)],
+        q={"I": 9.27, "A": 0.33, "B": -1.02, "C": -1.32, "AB": -0.06, "AC": -0.07, "BC": 0.52, "ABC": 0.06},
+        ss={"SSY": 2140, "SS0": 2064, "SST": 76.92, "A": 2.56, "B": 25.19, "C": 41.99, "AB": 0.08, "AC": 0.11,
+            "BC": 6.49, "ABC": 0.1, "Errors": 0.4},
+        percent={"A": 3.33, "B": 32.74, "C": 54.6, "AB": 0.1, "AC": 0.15, "BC": 8.43, "ABC": 0.12, "Errors": 0.52},
+        q_abs=0.01, percent_abs=0.05, ss_rel=1.5e-2),
+    "T19-20 50-50 read response time": dict(
+        y=[(11.49, 11.49, 11.34), (12.02, 12.64, 12.43), (8.44, 8.35, 8.39), (8.7, 8.77, 8.79),
+           (7.75, 8.01, 7.69), (7.98, 8.03, 8.17), (6.6, 6.37, 6.68), (6.85, 6.52, 6.86)],
+        q={"I": 8.76, "A": 0.22, "B": -1.16, "C": -1.47, "AB": -0.08, "AC": -0.1, "BC": 0.51, "ABC": 0.06},
+        ss={"SSY": 1936, "SS0": 1843, "SST": 92.3, "A": 1.11, "B": 32.04, "C": 52.0, "AB": 0.14, "AC": 0.26,
+            "BC": 6.22, "ABC": 0.1, "Errors": 0.43},
+        percent={"A": 1.21, "B": 34.71, "C": 56.34, "AB": 0.15, "AC": 0.28, "BC": 6.74, "ABC": 0.11, "Errors": 0.46},
+        q_abs=0.01, percent_abs=0.05, ss_rel=1.5e-2),
+}
+
+
+@pytest.mark.parametrize("name", list(SEED_000_DESIGNS))
+def test_seed_000_tables_11_to_20_every_factor(name):
+    seed = SEED_000_DESIGNS[name]
+    result = factorial_from_responses(seed["y"])
+    for factor, expected in seed["q"].items():
+        assert result.effects[factor] == pytest.approx(expected, abs=seed["q_abs"]), (name, factor)
+    for factor, expected in seed["percent"].items():
+        ours = result.error_percent if factor == "Errors" else result.variation_percent[factor]
+        assert ours == pytest.approx(expected, abs=seed["percent_abs"]), (name, factor)
+    table = result.variation_frame()["sum_of_squares"]
+    for component, expected in seed["ss"].items():
+        # Sums of squares printed with three significant digits (or two decimals).
+        assert table[component] == pytest.approx(expected, rel=seed["ss_rel"], abs=0.01), (name, component)
+
+
+# Seed 004 §6, its example sign table (write-only throughput, A: middlewares 1/2, B: servers
+# 1/3, C: worker threads 8/32, rows in standard order): y_mean and the errors e1..e3, so the
+# repetitions are y_mean + e_j. Its additive (tab:2k-add-wo-tpt) and multiplicative
+# (tab:2k-mult-wo-tpt, natural logarithm) results, as printed: effect, fraction of variation.
+SEED_004_MEANS = [3364.3, 4318.9, 2655.2, 3729.6, 5832.8, 7321.3, 4786.4, 6782.0]
+SEED_004_ERRORS = [(45.56, -15.33, -30.23), (-19.85, -1.77, 21.63), (23.47, 37.06, -60.54), (9.09, -39.41, 30.32),
+                   (6.49, -17.43, 10.93), (17.68, -21.73, 4.04), (27.09, -18.71, -8.38), (-16.40, -2.95, 19.35)]
+SEED_004_ADDITIVE = {"A": (689.1529, 0.196), "B": (-360.4905, 0.054), "C": (1331.8182, 0.731), "AB": (78.3606, 0.003),
+                     "BC": (-35.9031, 0.001), "AC": (181.8770, 0.014), "ABC": (48.4125, 0.001)}
+SEED_004_MULTIPLICATIVE = {"A": (0.1457, 0.194), "B": (-0.0822, 0.062), "C": (0.2832, 0.733), "AB": (0.0264, 0.006),
+                           "BC": (0.0137, 0.002), "AC": (-0.0017, 0.000), "ABC": (0.0039, 0.000)}
+
+
+def _seed_004_responses():
+    return [[mean + e for e in errors] for mean, errors in zip(SEED_004_MEANS, SEED_004_ERRORS)]
+
+
+def _explained_share(result, name):
+    """A factor's share of the variation the factors explain (SST - SSE): the seed's error share
+    (its commented-out row: 0.002 of SST, additive; 0.003 multiplicative) is about 8 times what
+    its own printed errors give (0.026 %), so its fractions are those of a slightly larger SST;
+    as shares of the explained variation the seed's and the lab's agree to the seed's digits."""
+    return result.variation_percent[name] / (100 - result.error_percent)
+
+
+def test_seed_004_additive_model_write_only_throughput():
+    result = factorial_from_responses(_seed_004_responses())
+    for name, (effect, fraction) in SEED_004_ADDITIVE.items():
+        # y_mean printed with one decimal, the errors with two: effects within 0.05.
+        assert result.effects[name] == pytest.approx(effect, abs=0.05), name
+        assert _explained_share(result, name) == pytest.approx(fraction / (1 - 0.002), abs=6e-4), name
+
+
+def test_seed_004_multiplicative_model_write_only_throughput():
+    # The lab fits log10 y (its report shows 10^q); the seed's logarithm is the natural one:
+    # q_ln = q_log10 ln 10. Fractions of variation do not depend on the base.
+    data = pd.DataFrame([{"A": a, "B": b, "C": c, "y": y}
+                         for i, ys in enumerate(_seed_004_responses())
+                         for a, b, c in [((-1, 1)[i & 1], (-1, 1)[i >> 1 & 1], (-1, 1)[i >> 2 & 1])]
+                         for y in ys])
+    result = factorial_design(data, ["A", "B", "C"], "y", log=True)
+    for name, (effect, fraction) in SEED_004_MULTIPLICATIVE.items():
+        assert result.effects[name] * math.log(10) == pytest.approx(effect, abs=6e-5), name
+        assert _explained_share(result, name) == pytest.approx(fraction / (1 - 0.003), abs=6e-4), name

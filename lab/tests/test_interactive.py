@@ -110,3 +110,22 @@ def test_bad_inputs_are_rejected():
         interactive_law(1, 0.0, 1.0)
     with pytest.raises(ValueError, match="missing columns"):
         interactive_law_frame(pd.DataFrame({"clients": [1]}))
+
+
+def test_report_table_shows_seed_002_table_5_think_time():
+    # Seed 002 Table 5 through the report's table: N, X and R (on the clients) of every
+    # configuration give the seed's Z = N/X - R, printed beside the law's check.
+    from types import SimpleNamespace
+
+    from memrelay_lab.analysis import interactive_law_table
+
+    table = SEED_002_TABLE_5.rename(columns={"response_time": "response_ms"}).assign(
+        configuration=range(len(SEED_002_TABLE_5)))
+    summary = SimpleNamespace(pooled_table=lambda: table.copy(), display_columns=["servers", "write_percent"])
+    frame = interactive_law_table(summary)
+    assert frame["think_time_law"].tolist() == pytest.approx(SEED_002_TABLE_5["think_time"].tolist(), abs=1e-6)
+    # The check can fail: a doctored X moves Z away from the seed's.
+    doctored = table.assign(throughput=table["throughput"] * 1.01)
+    summary = SimpleNamespace(pooled_table=lambda: doctored.copy(), display_columns=["servers", "write_percent"])
+    moved = interactive_law_table(summary)["think_time_law"]
+    assert (moved - SEED_002_TABLE_5["think_time"]).abs().min() > 0.1

@@ -4,6 +4,7 @@ on a hand-made table whose answer is worked out by hand."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from memrelay_lab.analysis import max_throughput
 
@@ -88,3 +89,48 @@ def test_knee_per_worker_count_with_the_derived_throughput_of_seed_000_table_6()
     for ours, seed in zip(derived, (8962, 17165, 20113, 28521)):
         assert abs(ours - seed) / seed < 0.002
     assert knee.loc["throughput, middleware (requests/s)"].tolist() == [6854, 13771, 16838, 24182]
+
+
+# Seed 000 Table 3 (one middleware): the configuration with the maximum throughput, reads
+# (VC, WT) = (16, 32) and writes (32, 64), as measured on the middleware and on the clients:
+# throughput (ops/s), response time (ms), time in queue (ms, middleware only), miss rate
+# (reads only). Other configurations of the sweep are below it; one of each workload is
+# within the interval (the seed 001 rule picks that smaller one).
+SEED_000_TABLE_3 = {
+    "read-only": ((16, 32), {"middleware": (11128, 2.35, 0.24, 0.0), "clients": (11128, 2.88, None, 0.0)}),
+    "write-only": ((32, 64), {"middleware": (17340, 2.61, 0.44, None), "clients": (17339, 3.73, None, None)}),
+}
+
+
+def _table_3_sweep():
+    rows = []
+    for workload, ((vc, wt), sides) in SEED_000_TABLE_3.items():
+        x_mw, r_mw, queue, miss = sides["middleware"]
+        x, r, _, _ = sides["clients"]
+        for clients_per_thread, workers, share in ((vc, wt, 1.0), (vc, wt // 2, 0.995), (vc // 2, wt, 0.8)):
+            rows.append({"configuration": len(rows), "workload": workload, "middlewares": 1, "workers": workers,
+                         "clients": 6 * clients_per_thread, "throughput": x * share, "throughput_half_width": 80.0,
+                         "mw_throughput": x_mw * share, "response_ms": r, "mw_response_ms": r_mw, "mw_queue_ms": queue,
+                         "miss_rate": miss if miss is not None else float("nan"),
+                         "mw_miss_rate": miss if miss is not None else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def test_both_rules_in_seed_000_table_3_layout():
+    from memrelay_lab.analysis import best_per_group, maximum_table
+
+    frame = maximum_table(best_per_group(_table_3_sweep(), ["workload"]), ["workers", "clients"])
+    maximum = frame[frame["rule"] == "maximum"]
+    for workload, ((vc, wt), sides) in SEED_000_TABLE_3.items():
+        for side, values in sides.items():
+            row = maximum[(maximum["group"] == f"workload={workload}") & (maximum["measured on"] == side)].iloc[0]
+            assert row["configuration"] == f"workers={wt}, clients={6 * vc}"
+            for column, seed in zip(("throughput (ops/s)", "response time (ms)", "time in queue (ms)", "miss rate"),
+                                    values):
+                if seed is None:
+                    assert pd.isna(row[column]), (workload, side, column)  # n/a in the seed
+                else:
+                    assert row[column] == pytest.approx(seed), (workload, side, column)
+    # Seed 001's rule: half the workers reach the maximum within its interval (0.5 % lower).
+    smallest = frame[frame["rule"] == "smallest reaching it"]
+    assert set(smallest["configuration"]) == {"workers=16, clients=96", "workers=32, clients=192"}

@@ -172,10 +172,13 @@ def test_mm1_and_mmm_by_hand():
     assert row["jobs_in_system_measured"] == pytest.approx(lam * 0.30e-3)  # Little's law
     wide = tables.wide("mmm")
     assert wide.loc["Number of servers m"].iloc[0] == 2
-    # Seed 000's rule: the peak throughput of the group as service rate; rho = 1 there.
+    # Seed 000's rule with its inputs: λ and μ are totals over both middlewares (the peak 12,000
+    # requests/s of the group), μ / m = 6,000 per worker; rho = 1 at the peak (one mean, no
+    # highest repetition given).
     peak = mm_tables(pd.concat([fixture_table(), fixture_table(clients=8, mw_throughput=12000.0)]),
                      service_rate="peak", config_columns=COLUMNS).comparison
-    assert list(peak["service_rate_per_worker"]) == pytest.approx([3000.0, 3000.0])
+    assert list(peak["arrival_rate"]) == [9000.0, 12000.0]
+    assert list(peak["service_rate_per_worker"]) == pytest.approx([6000.0, 6000.0])
     assert list(peak["stable"]) == [True, False]
     assert math.isnan(peak["response_ms_mmm"].iloc[1])
 

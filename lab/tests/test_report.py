@@ -37,6 +37,9 @@ LAB = [sys.executable, "-m", "memrelay_lab.cli"]
 FIGURES = {
     "throughput",
     "response_time",
+    "throughput_get",
+    "throughput_set",
+    "time_means",
     "time_breakdown",
     "percentiles_clients",
     "percentiles_middleware",
@@ -113,6 +116,9 @@ def test_cli_writes_html_markdown_figures_and_csv(report):
         "mm1_peak",
         "mmm_peak",
         "server_network",
+        "response_time_statistics",
+        "max_throughput_tables_3_to_5",
+        "time_distributions_every_configuration",
     } <= tables
     for name in tables:
         assert not pd.read_csv(out / "tables" / f"{name}.csv").empty, name

@@ -38,3 +38,36 @@ def test_trace_statistics_by_hand():
     response = stats.loc["response time (ms)"]
     assert response["trend per minute"] == pytest.approx(0.1 * 60)  # 0.1 ms per second
     assert response["min"] == pytest.approx(2.1) and response["max"] == pytest.approx(2.5)
+
+
+def test_per_second_spread_of_the_middleware_seed_001_figure_36():
+    rows = [{"run_id": "r", "source": "middleware-0", "t_s": float(t), "count": 100, "length_s": 1.0,
+             "response_ms": 2.0, "response_std_ms": std, "kept": True} for t, std in enumerate([0.5, 0.7, 0.9])]
+    rows.append({"run_id": "r", "source": "clients", "t_s": 0.0, "count": 100, "length_s": 1.0, "response_ms": 3.0,
+                 "kept": True})
+    trace = trace_frame(pd.DataFrame(rows), "r")
+    assert trace.loc[trace["source"] == "clients", "response_std_ms"].isna().all()  # no spread per second
+    stats = trace_statistics(trace)
+    spread = stats[(stats["source"] == "middleware-0")
+                   & (stats["measure"] == "response time, standard deviation within the second (ms)")].iloc[0]
+    assert spread["mean"] == pytest.approx(0.7) and spread["trend per minute"] == pytest.approx(0.2 * 60)
+
+
+def test_loading_sets_each_middleware_window_spread(monkeypatch):
+    from memrelay_lab.results import _load
+
+    class Fake:
+        def __init__(self, std):
+            self.total, self._std = 10, std
+
+        def std(self):
+            return self._std
+
+        def merged(self, other):
+            return self
+
+    monkeypatch.setattr(_load.HdrHistogram, "decode", staticmethod(lambda text: Fake(float(text))))
+    raw = [{"length_s": 1.0, "response_hdr": "500"}, {"length_s": 1.0, "response_hdr": "1500"}, {"length_s": 1.0}]
+    series = [{"kept": False, "length_s": 1.0}, {"kept": True, "length_s": 1.0}, {"kept": True, "length_s": 1.0}]
+    assert _load._kept_hdr(raw, series) is not None
+    assert [w.get("response_std_ms") for w in series] == [0.5, 1.5, None]  # µs to ms; no histogram, no spread

@@ -1,6 +1,7 @@
 """Analyses of a results summary: the queueing models built from the measurements, the
 interactive-law and factorial tables. Reads `results` and `theory`; never loads a folder."""
 
+from ._bandwidth import bandwidth_table
 from ._checks import DEFAULT_TARGET as DEFAULT_CHECK_TARGET
 from ._checks import Check, checks_frame, consistency_checks, net_thread_utilization_checks
 from ._factorial_models import (
@@ -11,15 +12,16 @@ from ._factorial_models import (
     extreme_designs,
     extreme_levels,
     fits_of,
-    write_share,
 )
+from ._levels import write_share
 from ._factorial_tables import RESPONSES as FACTORIAL_RESPONSES
 from ._factorial_tables import FactorialPlan, factorial_factors, factorial_results
-from ._max_throughput import MaxThroughput, best_per_group, knee_table, max_throughput, summary_groups
+from ._max_throughput import MaxThroughput, best_per_group, knee_table, max_throughput, maximum_table, summary_groups
 from ._mix_models import mix_models
 from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
+from ._pools_per_server import pools_per_server_centers, pools_per_server_network
 from ._per_server_load import process_utilization, queue_length_series, server_load
 from ._server_visits import server_centers, server_demands, server_network, visit_ratios
 from ._network import Demands, NetworkModel, build_centers, link_columns, link_demands, measured_demands, network_model
@@ -27,6 +29,7 @@ from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, named_bottlenecks, predict_configurations, predictions_frame
 from ._tables import interactive_law_table, model_metric_table
 from ._relative import RELATIVE_MEASURES, relative_differences
+from ._response_statistics import response_statistics
 from ._trace import TRACE_MEASURES, trace_frame, trace_statistics
 from ._time_distributions import (
     REQUEST_TIMES,
@@ -37,8 +40,10 @@ from ._time_distributions import (
 )
 
 __all__ = [
+    "bandwidth_table",
     "RELATIVE_MEASURES",
     "relative_differences",
+    "response_statistics",
     "TRACE_MEASURES",
     "trace_frame",
     "trace_statistics",
@@ -51,6 +56,8 @@ __all__ = [
     "write_share",
     "extreme_levels",
     "fits_of",
+    "pools_per_server_centers",
+    "pools_per_server_network",
     "process_utilization",
     "queue_length_series",
     "server_centers",
@@ -80,6 +87,7 @@ __all__ = [
     "factorial_results",
     "interactive_law_table",
     "max_throughput",
+    "maximum_table",
     "best_per_group",
     "knee_table",
     "summary_groups",

@@ -18,14 +18,13 @@ import pandas as pd
 from scipy import stats
 
 from .._values import configuration_label, plain
-from ..experiment import WORKLOADS, workload_ratio
 from ..results import ResultsSummary
 from ..theory import FactorialDesignError, FactorialResult, factorial_design
-from ._factorial_tables import design_columns
+from ._levels import design_columns, factors_and_slices
 
 __all__ = [
     "ExtremeDesign", "ModelFit", "compare_models", "extreme_design", "extreme_designs", "extreme_levels", "fits_of",
-    "model_fit", "write_share",
+    "model_fit",
 ]
 
 
@@ -90,29 +89,6 @@ class ExtremeDesign:
     where: dict = field(default_factory=dict)
 
 
-def write_share(workload: str) -> float | None:
-    """The share of sets of a "SETS:GETS" workload, None for a named one (write-only, read-only,
-    50-50): a ratio is a quantity with a low and a high level (seed 001 §3's 1 % and 10 %
-    writes), the named workloads are separate experiments (seed 000 §6 analyses each apart)."""
-    if workload in WORKLOADS:
-        return None
-    sets, gets = workload_ratio(workload)
-    return sets / (sets + gets)
-
-
-def _ordered(runs: pd.DataFrame, column: str) -> pd.Series | None:
-    """The column as numbers that order its levels, or None when it is categorical."""
-    values = runs[column]
-    if pd.api.types.is_bool_dtype(values):
-        return None
-    if pd.api.types.is_numeric_dtype(values):
-        return values.astype(float)
-    if column == "workload":
-        shares = values.astype(str).map(write_share)
-        return None if shares.isna().any() else shares.astype(float)
-    return None
-
-
 def extreme_designs(summary: ResultsSummary) -> tuple[list[ExtremeDesign], str]:
     """The 2^k r designs on the smallest and largest level of the swept parameters (population
     parameters as one, ``clients``), or none with the reason.
@@ -127,17 +103,7 @@ def extreme_designs(summary: ResultsSummary) -> tuple[list[ExtremeDesign], str]:
     """
     runs = summary.runs[np.isfinite(summary.runs["throughput"].to_numpy(dtype=float))].copy()
     # a swept population can fold into one client count (seed 003 §6: 3x1x2x32 = 3x2x1x32)
-    columns = [c for c in design_columns(summary) if c in runs and runs[c].astype(str).nunique() > 1]
-    ordered = {}
-    for column in columns:
-        numbers = _ordered(runs, column)
-        if numbers is not None:
-            ordered[column] = numbers
-    categorical = [c for c in columns if c not in ordered]
-    factors = list(ordered)
-    if len(factors) < 2:
-        factors += [c for c in categorical if runs[c].astype(str).nunique() == 2]
-    slice_by = [c for c in categorical if c not in factors]
+    factors, slice_by, ordered = factors_and_slices(runs, design_columns(summary))
     if len(factors) < 2:
         return [], "fewer than two parameters vary over two or more ordered levels"
     # the design works on the ordering numbers (a workload's write share), labelled back below

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._values import configuration_label
-from ..results import POPULATION, ResultsSummary
+from ..results import ResultsSummary
 from ..theory import FactorialDesignError, FactorialResult, factorial_design
+from ._levels import design_columns, factors_and_slices, ordered_values
 
 __all__ = ["FactorialPlan", "factorial_factors", "factorial_results"]
 
@@ -39,31 +40,21 @@ class FactorialPlan:
 MAX_FACTORIAL_SLICES = 6
 
 
-def design_columns(summary: ResultsSummary) -> list[str]:
-    """The swept parameters as a design's candidate factors, the population ones as one: clients."""
-    columns: list[str] = []
-    for parameter in summary.swept:
-        column = "clients" if parameter in POPULATION else parameter
-        if column not in columns:
-            columns.append(column)
-    return columns
-
-
 def factorial_factors(summary: ResultsSummary) -> tuple[FactorialPlan | None, str]:
     """The 2^k r design(s) of the folder, or None, with the reason.
 
-    Factors are the swept design parameters with exactly two values (population parameters
-    count as one, ``clients``); at least two are needed. Parameters with more values split
-    the folder into slices, each analysed as its own design (at most six slices). Every slice
+    Factors are the ordered swept parameters with exactly two values (population parameters
+    count as one, ``clients``; `_levels` says which are ordered); at least two are needed.
+    Ordered parameters with more values and every categorical parameter, whatever its number
+    of values (a read-only and a write-only workload: seeds 003/004 §6 analyse each apart),
+    split the folder into slices, each analysed as its own design (at most six). Every slice
     must hold all 2^k level combinations, once each, all with the same number r >= 2 of
     repetitions (seed 000 §6).
     """
     columns = design_columns(summary)
     table = summary.table
     table = table[np.isfinite(table["throughput"].to_numpy(dtype=float))]
-    levels = {c: table[c].astype(str).nunique() for c in columns}
-    factors = [c for c in columns if levels[c] == 2]
-    slice_by = [c for c in columns if levels[c] > 2]
+    factors, slice_by, _ = factors_and_slices(table, columns, levels=2)
     if len(factors) < 2:
         return None, "fewer than two parameters take exactly two values"
     groups = list(table.groupby(slice_by, sort=True)) if slice_by else [((), table)]
@@ -103,11 +94,23 @@ def factorial_results(summary: ResultsSummary) -> dict[str, FactorialResult]:
         runs = summary.runs[summary.runs["configuration"].isin(configurations)]
         suffix = configuration_label(where, empty="")
         mixed = all(c in runs and runs[c].notna().all() for c, _ in PER_TYPE_RESPONSES)
+        levels = _low_and_high(runs, plan.factors)
         for response, label in RESPONSES + (PER_TYPE_RESPONSES if mixed else ()):
             data = runs[[*plan.factors, response]].dropna()
             try:
-                result = factorial_design(data, plan.factors, response, level=summary.level)
+                result = factorial_design(data, plan.factors, response, level=summary.level, levels=levels)
             except FactorialDesignError:
                 continue
             analyses[f"{label}, {suffix}" if suffix else label] = result
     return analyses
+
+
+def _low_and_high(runs, factors: list[str]) -> dict:
+    """Each ordered factor's (low, high) values by their order ("1:99" below "10:90", which
+    sort the other way as text); categorical factors keep theory's sorted order."""
+    levels = {}
+    for factor in factors:
+        numbers = ordered_values(runs, factor)
+        if numbers is not None and len(runs):
+            levels[factor] = (runs[factor].loc[numbers.idxmin()], runs[factor].loc[numbers.idxmax()])
+    return levels

@@ -12,7 +12,10 @@ the clients and as the middlewares measured them.
 
 `best_per_group` finds it for each workload (and each block of a file with ``combinations``)
 apart, as seed 000 Tables 3-5 and §2.3 give reads and writes their own configuration;
-`knee_table` is seed 000 Table 6: per worker count, the smallest configuration reaching that
+`maximum_table` lays both rules out as seed 000 Tables 3-5 do (per group, a row measured on
+the middlewares and one on the clients: throughput, response time, time in queue, miss
+rate): seed 000 reports the configuration with the maximum itself, seed 001 the smallest
+reaching it; the report shows both. `knee_table` is seed 000 Table 6: per worker count, the smallest configuration reaching that
 count's maximum (the knee of its throughput curve), with the "derived" throughput N / R_mw
 (clients over the middleware's response time: what the middlewares alone would sustain).
 """
@@ -26,7 +29,8 @@ import pandas as pd
 
 from .._values import configuration_label
 
-__all__ = ["MaxThroughput", "RESOURCE_ORDER", "best_per_group", "knee_table", "max_throughput", "summary_groups"]
+__all__ = ["MaxThroughput", "RESOURCE_ORDER", "best_per_group", "knee_table", "max_throughput", "maximum_table",
+           "summary_groups"]
 
 # The resources a configuration uses, most expensive first.
 RESOURCE_ORDER = ("middlewares", "workers", "clients")
@@ -97,6 +101,35 @@ def best_per_group(table: pd.DataFrame, by: list[str]) -> list[tuple[dict, MaxTh
         if result is not None:
             found.append((dict(zip(by, key if isinstance(key, tuple) else (key,))), result))
     return found
+
+
+_TABLES_3_TO_5 = (  # (label, the middlewares' column, the clients' column)
+    ("throughput (ops/s)", "mw_throughput", "throughput"),
+    ("response time (ms)", "mw_response_ms", "response_ms"),
+    ("time in queue (ms)", "mw_queue_ms", None),
+    ("miss rate", "mw_miss_rate", "miss_rate"),
+)
+RULES = (("maximum", "best"), ("smallest reaching it", "smallest"))
+
+
+def maximum_table(per_group: list[tuple[dict, MaxThroughput]], configuration_columns: list[str]) -> pd.DataFrame:
+    """Seed 000 Tables 3-5 for both rules: per group and rule ("maximum": seed 000's, the
+    configuration with the highest throughput; "smallest reaching it": seed 001's) a row
+    measured on the middlewares and one on the clients, the chosen configuration named by
+    `configuration_columns`; NaN where a side does not measure a quantity (n/a in the seed)."""
+    rows = []
+    for where, found in per_group:
+        for rule, attribute in RULES:
+            chosen = getattr(found, attribute)
+            named = configuration_label(chosen, [c for c in configuration_columns if c not in where and c in chosen])
+            for side, index in (("middleware", 1), ("clients", 2)):
+                record = {"group": configuration_label(where, empty="all"), "rule": rule, "configuration": named,
+                          "measured on": side}
+                for label, *columns in _TABLES_3_TO_5:
+                    column = columns[index - 1]
+                    record[label] = chosen.get(column, math.nan) if column else math.nan
+                rows.append(record)
+    return pd.DataFrame(rows)
 
 
 _KNEE = (

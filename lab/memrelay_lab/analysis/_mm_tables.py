@@ -2,14 +2,19 @@
 
 Input: the configuration table of `_inputs`.
 
-Per configuration and per middleware: arrival rate lambda = measured middleware
-throughput / M. Service: ``service_rate="service-time"`` (default) takes as the service
-time of a request everything the middleware spends on it outside the request queue,
-S = R_mw - T_queue (so at light load the models reproduce R_mw); the M/M/m model has
-m = workers and mu = 1 / S per worker, the M/M/1 model is the pool as one server of rate
-m / S (the measured service time divided by the worker count). ``service_rate="peak"`` is
-seed 000's rule: mu = the highest throughput measured in the configuration's group (per
-middleware) for M/M/1, divided by m for M/M/m. Measured counterparts: response time R_mw,
+Per configuration. ``service_rate="service-time"`` (default), per middleware: arrival rate
+lambda = measured middleware throughput / M; the service time of a request is everything the
+middleware spends on it outside the request queue, S = R_mw - T_queue (so at light load the
+models reproduce R_mw); the M/M/m model has m = workers and mu = 1 / S per worker, the M/M/1
+model is the pool as one server of rate m / S. ``service_rate="peak"`` is seed 000's rule
+(§7.1-7.2, Tables 22-30), with the seed's inputs: lambda = the TOTAL measured throughput of
+the system (all middlewares: the seed's lambda = 6,854 ops/s of two middlewares), mu = the
+highest throughput observed in the configuration's group (same parameters but the clients;
+the seed's 7,021) for M/M/1, mu / m per worker with m = worker threads for M/M/m. "Observed"
+is the highest single repetition when the table carries ``mw_throughput_max`` (the report
+adds it), so the configuration that set the peak has rho just below 1, as in the seed's
+tables, where no column reaches its mu; without it, the highest mean (rho = 1 there).
+Measured counterparts: response time R_mw,
 waiting time T_queue, jobs in the queue = memrelay's mean queue length, jobs in the system
 = lambda R_mw (Little's law), variance of the response time = the variance of single
 response times in the middlewares' HdrHistograms (kept windows; seed 000 Table 31). The model
@@ -44,7 +49,8 @@ class MMTables:
     (seed 000 Tables 22-30 are these, pivoted with one column per configuration; `wide()`
     pivots). `comparison`: one row per configuration with predicted (M/M/1, M/M/m) and
     measured response time, waiting time, queue length and jobs in system (Table 31).
-    Times in ms, rates per second, per middleware.
+    Times in ms, rates per second: per middleware with the service-time rule, of the whole
+    system with the peak rule (seed 000's).
     """
 
     service_rate: str
@@ -109,20 +115,21 @@ def mm_tables(
     data = check_table(table).reset_index(drop=True)
     columns = list(config_columns) if config_columns is not None else config_columns_of(data)
     groups = population_groups(data, columns)
-    per_mw_throughput = data["mw_throughput"].astype(float) / data["middlewares"].astype(float) if (
-        "mw_throughput" in data
-    ) else data["throughput"].astype(float) / data["middlewares"].astype(float)
-    peak = per_mw_throughput.groupby(groups).transform("max")
+    total_throughput = (data["mw_throughput"] if "mw_throughput" in data else data["throughput"]).astype(float)
+    per_mw_throughput = total_throughput / data["middlewares"].astype(float)
+    observed = data["mw_throughput_max"].astype(float) if "mw_throughput_max" in data else total_throughput
+    peak = observed.fillna(total_throughput).groupby(groups).transform("max")
 
     mm1_rows, mmm_rows, comparison_rows = [], [], []
     for index, row in data.iterrows():
         config = {c: row[c] for c in columns}
         m = int(row["workers"])
-        lam = float(per_mw_throughput.iloc[index])
         if service_rate == "peak":
+            lam = float(total_throughput.iloc[index])
             mu_one = float(peak.iloc[index])
             mu_worker = mu_one / m
         else:
+            lam = float(per_mw_throughput.iloc[index])
             s = (float(row["mw_response_ms"]) - float(row["mw_queue_ms"])) * MS
             mu_worker = 1.0 / s if s > 0 else math.nan
             mu_one = m * mu_worker
@@ -174,7 +181,10 @@ def mm_tables(
             comparison[f"var_response_ms2_{model}"] = result.var_response_time * 1e6 if result else math.nan
         comparison["response_ms_measured"] = r_mw
         comparison["waiting_time_ms_measured"] = float(row["mw_queue_ms"])
-        comparison["queue_length_measured"] = float(row.get("mw_queue_length", math.nan))
+        # memrelay's mean queue length is per middleware (the mean over them); the peak rule's
+        # models are of the whole system, so its measured counterpart is the sum.
+        whole = float(row["middlewares"]) if service_rate == "peak" else 1.0
+        comparison["queue_length_measured"] = float(row.get("mw_queue_length", math.nan)) * whole
         comparison["jobs_in_system_measured"] = lam * r_mw * MS
         # The variance of single response times, from the middlewares' HdrHistograms.
         comparison["var_response_ms2_measured"] = float(row.get("mw_response_std_ms", math.nan)) ** 2

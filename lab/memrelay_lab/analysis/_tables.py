@@ -1,7 +1,8 @@
 """Tables the report and the CLI show that combine a summary with a law or a model.
 
 `interactive_law_table(summary)` applies the interactive response-time law to every
-configuration; `model_metric_table(model)` lays an MVA comparison out with metrics as rows
+configuration, with the think time the law itself gives, Z = N/X − R (R on the clients;
+seed 002 Table 5); `model_metric_table(model)` lays an MVA comparison out with metrics as rows
 (predicted, measured) and configurations as columns.
 """
 
@@ -54,6 +55,9 @@ def interactive_law_table(
             parts.append(interactive_law_frame(frame, think_time=0.0, tolerance=tolerance, time_unit="ms"))
     result = pd.concat(parts).sort_values("configuration") if parts else pd.DataFrame()
     if not result.empty:
+        # Seed 002 Table 5: the think time the law solves for, Z = N/X − R, R on the clients.
+        law = (base["clients"] / base["throughput"] * 1e3 - table["response_ms"]).rename("think_time_law")
+        result["think_time_law"] = result.index.map(law)
         result["think_time_from"] = z_source or np.where(
             result["measured_on"] == "middleware", "client - middleware response time", "0 (closed loop)"
         )

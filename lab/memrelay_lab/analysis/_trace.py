@@ -2,7 +2,8 @@
 the one-hour stability trace that seed 002 §1 takes its inputs from).
 
 `trace_frame(windows, run_id)` takes one run's per-second windows (`results.windows`: the
-clients' summed bench intervals and each middleware's windows) and `trace_statistics` says how
+clients' summed bench intervals and each middleware's windows, these with the standard
+deviation of each window's response times, seed 001 Figure 36's per-interval spread) and `trace_statistics` says how
 steady they are over the kept (trimmed) interval: the mean, standard deviation, coefficient of
 variation, extremes and the least-squares trend per minute of each series. A stable run has a
 small coefficient of variation and a trend near zero.
@@ -15,11 +16,13 @@ import pandas as pd
 
 __all__ = ["TRACE_MEASURES", "trace_frame", "trace_statistics"]
 
-TRACE_MEASURES = (("throughput", "throughput (requests/s)"), ("response_ms", "response time (ms)"))
+TRACE_MEASURES = (("throughput", "throughput (requests/s)"), ("response_ms", "response time (ms)"),
+                  ("response_std_ms", "response time, standard deviation within the second (ms)"))
 
 
 def trace_frame(windows: pd.DataFrame, run_id: str) -> pd.DataFrame:
-    """The run's windows as (source, t_s, throughput, response_ms, kept), sorted by time;
+    """The run's windows as (source, t_s, throughput, response_ms, response_std_ms, kept), sorted
+    by time (response_std_ms: NaN for the clients, whose per-second output has no spread);
     sources are ``clients`` and ``middleware-K``; throughput = the window's requests over its
     length (a middleware window cut by the kept interval's end: its share over the overlap)."""
     columns = ["source", "t_s", *(m for m, _ in TRACE_MEASURES), "kept"]
@@ -28,6 +31,8 @@ def trace_frame(windows: pd.DataFrame, run_id: str) -> pd.DataFrame:
     part = windows[windows["run_id"] == run_id]
     part = part[part["source"].astype(str).str.match(r"^(clients|middleware-\d+)$")]
     part = part.assign(throughput=part["count"] / part["length_s"].where(part["length_s"] > 0))
+    if "response_std_ms" not in part:
+        part = part.assign(response_std_ms=float("nan"))
     return part[columns].sort_values(["source", "t_s"]).reset_index(drop=True)
 
 

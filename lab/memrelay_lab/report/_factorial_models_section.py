@@ -25,12 +25,15 @@ def factorial_models_section(summary: ResultsSummary) -> Section | None:
     sliced = ", ".join(first.where)
     text = [
         f"A 2^{len(first.factors)} {first.replications} design on the smallest and largest level of every ordered "
-        f"swept parameter ({levels}; seed 002 §4, its sign table in §4.2 and allocation of variation in §4.4: servers 3 and 7 × 1 % and 10 % writes, replication "
-        "fixed to full)"
-        + (f", one design per {sliced} (categorical parameters are fixed, as seed 000 §6 analyses each workload "
-           "apart)" if sliced else "")
+        f"swept parameter ({levels}), the way seed 002 §4 reduces its experiment to two levels per factor (its sign "
+        "table in §4.2, its allocation of variation in §4.4)"
+        + (f", one design per {sliced} (categorical parameters are fixed, whatever their number of values, as "
+           "seeds 000 and 003/004 §6 analyse each workload apart)" if sliced else "")
         + ", fitted twice: on y (additive model, effects add up) and on log10 y "
-        "(multiplicative model, effects multiply: the natural one when a factor scales the response). Jain §18.4's "
+        "(multiplicative model, effects multiply: the natural one when a factor scales the response). The "
+        "multiplicative model's effects are shown as factors: its mean is the geometric mean 10^q0 and an effect "
+        "q multiplies the response by 10^q at the factor's high level and divides it by 10^q at the low one. "
+        "Jain §18.4's "
         "tests: the residuals should show no trend against the predicted response and lie on a line in the normal "
         "quantile-quantile plot. Relative spread = the errors' standard deviation over the largest effect (smaller "
         "is better); QQ correlation = the probability plot's correlation coefficient (closer to 1 is better). The "
@@ -46,9 +49,11 @@ def factorial_models_section(summary: ResultsSummary) -> Section | None:
             additive, multiplicative, better = fits
             columns = {}
             for fit in (additive, multiplicative):
-                column = {"mean (q0)": fit.result.effects["I"]} if fit.name == "additive" else {}
-                column.update({f"{effect}: effect": value for effect, value in fit.result.effects.items()
-                               if effect != "I" and fit.name == "additive"})
+                # the multiplicative model's effects as factors on the response (10^q)
+                scale = (lambda q: q) if fit.name == "additive" else (lambda q: 10.0 ** q)
+                column = {"mean (q0)": scale(fit.result.effects["I"])}
+                column.update({f"{effect}: effect (additive: + q; multiplicative: × 10^q)": scale(value)
+                               for effect, value in fit.result.effects.items() if effect != "I"})
                 column.update({f"{effect}: % of variation": value
                                for effect, value in fit.result.variation_percent.items() if effect != "I"})
                 column["errors: % of variation"] = fit.result.error_percent

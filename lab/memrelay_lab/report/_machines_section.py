@@ -13,13 +13,16 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis import bandwidth_table
 from ._document import Table
 
 __all__ = ["machines_overview"]
 
 
-def machines_overview(manifest: dict[str, Any]) -> tuple[list[str], list[Table]]:
-    """Paragraphs and tables on the hosts and links of the run (none for old results)."""
+def machines_overview(manifest: dict[str, Any], value_size: int | None = None) -> tuple[list[str], list[Table]]:
+    """Paragraphs and tables on the hosts and links of the run (none for old results); with the
+    experiment's value size, what each measured link carries in values per second (seed 004's
+    iperf3 table)."""
     environment = manifest.get("environment")
     if not environment:
         machine = manifest.get("machine") or {}
@@ -74,6 +77,15 @@ def machines_overview(manifest: dict[str, Any]) -> tuple[list[str], list[Table]]
     if link_rows:
         tables.append(Table("links", "Links between the roles' hosts (measured before the first run)",
                             pd.DataFrame(link_rows)))
+    carried = bandwidth_table(links, value_size)
+    if not carried.empty:
+        text.append("What each measured link carries, as seed 004's iperf3 table (§1.2) puts it: its rate in MB/s "
+                    "and, at the experiment's value size, the values per second it can move, a bound on sets "
+                    "sent through it and on get replies coming back (seed 004 §2.1: 24 MB/s of 4,096-byte "
+                    "values is about 6,000 requests per second).")
+        tables.append(Table("link_bandwidth", f"Link bandwidth in values per second (seed 004's iperf3 table; "
+                            f"values of {value_size or '?'} bytes)", carried,
+                            units={"Mbit/s": "plain", "MB/s": "plain", "values/s": "rate"}))
     return text, tables
 
 

@@ -1,6 +1,6 @@
 """The report's "Maximum throughput" section (`analysis._max_throughput`): the configurations
-that reach the best throughput within its interval, the smallest of them, and the seeds' summary
-table for it (seed 000 §3.4 Tables 3–5, seed 001 §1.2)."""
+that reach the best throughput within its interval, the maximum itself (seed 000 §3.4 Tables
+3–5's rule) and the smallest reaching it (seed 001 §1.2's), each with the seeds' summary table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from .._values import configuration_label
-from ..analysis import best_per_group, knee_table, max_throughput, summary_groups
+from ..analysis import best_per_group, knee_table, max_throughput, maximum_table, summary_groups
 from ..results import ResultsSummary
 from ._document import Section, Table
 from ._format import format_interval, format_number
@@ -32,25 +32,21 @@ def max_throughput_section(summary: ResultsSummary) -> Section | None:
         "smallest" if c == found.smallest["configuration"] else ("best" if c == found.best["configuration"] else "")
         for c in found.candidates["configuration"]
     ]
-    table = found.summary()
-    shown = table[["measure"]].copy()
-    for side in ("clients", "middleware"):
-        shown[side] = [
-            "–" if math.isnan(v) else (f"{format_number(v, m)} ± {format_number(h, m)}" if not math.isnan(h) else format_number(v, m))
-            for v, h, m in zip(table[side], table[f"{side}_half_width"], table["measure"].map(_unit))
-        ]
     text = [
         f"The best throughput was {format_number(found.best['throughput'], 'throughput')} requests/s "
-        f"({label(found.best)}). A configuration reaches it when its throughput's {summary.level:.0%} interval "
-        "overlaps the best one's (the difference is not significant); of those, the smallest uses the fewest "
+        f"({label(found.best)}): the maximum configuration, which seed 000 §3.4 reports (Tables 3–5). A "
+        f"configuration reaches it when its throughput's {summary.level:.0%} interval overlaps the best one's "
+        "(the difference is not significant); of those, the smallest uses the fewest "
         f"{', then the fewest '.join(found.resources)} (seed 001 §1.2: the minimum combination of clients and "
-        f"threads that achieves the maximum). Smallest: {label(found.smallest)}."
+        f"threads that achieves the maximum). Smallest: {label(found.smallest)}. Both are shown."
     ]
     items = [
         Table("max_throughput_candidates", "Configurations that reach the maximum throughput, smallest first",
               candidates, csv=found.candidates),
-        Table("max_throughput_summary", f"The smallest of them, {label(found.smallest)} (seed 000 §3.4 Tables 3–5)",
-              shown, csv=table),
+        _summary_table("max_throughput_summary_maximum", f"The maximum, {label(found.best)} (seed 000 §3.4 "
+                       "Tables 3–5)", found.summary(found.best)),
+        _summary_table("max_throughput_summary", f"The smallest reaching it, {label(found.smallest)} (seed 001 "
+                       "§1.2)", found.summary()),
     ]
     by = summary_groups(summary.table)
     per_group = best_per_group(summary.table, by) if by else []
@@ -63,6 +59,14 @@ def max_throughput_section(summary: ResultsSummary) -> Section | None:
         items.append(Table("max_throughput_per_group", f"The smallest configuration reaching the maximum, per "
                            f"{' and '.join(by)} (seed 000 Tables 3–5, §2.3)", _per_group_frame(per_group, summary),
                            units={"miss rate": "probability"}))
+    if per_group or found is not None:
+        groups = per_group or [({}, found)]
+        items.append(Table("max_throughput_tables_3_to_5", "Seed 000 Tables 3–5's layout, both rules: the maximum "
+                           "and the smallest reaching it, measured on the middlewares and on the clients (– : not "
+                           "measured on that side, n/a in the seed)",
+                           maximum_table(groups, list(summary.display_columns)),
+                           units={"miss rate": "probability", "throughput (ops/s)": "rate",
+                                  "response time (ms)": "ms", "time in queue (ms)": "ms"}))
     knee = knee_table(summary.table, within=by)
     if knee is not None:
         text.append(
@@ -74,6 +78,17 @@ def max_throughput_section(summary: ResultsSummary) -> Section | None:
         items.append(Table("knee_per_workers", "The knee per worker count (seed 000 Table 6)", knee, index=True,
                            row_units={"clients": "count", "queue length": "jobs"}))
     return Section("Maximum throughput", text, items)
+
+
+def _summary_table(name: str, title: str, table: pd.DataFrame) -> Table:
+    shown = table[["measure"]].copy()
+    for side in ("clients", "middleware"):
+        shown[side] = [
+            "–" if math.isnan(v) else (f"{format_number(v, m)} ± {format_number(h, m)}" if not math.isnan(h)
+                                       else format_number(v, m))
+            for v, h, m in zip(table[side], table[f"{side}_half_width"], table["measure"].map(_unit))
+        ]
+    return Table(name, title, shown, csv=table)
 
 
 _PER_GROUP = (("X clients (req/s)", "throughput"), ("X middleware (req/s)", "mw_throughput"),

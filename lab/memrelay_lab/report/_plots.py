@@ -6,7 +6,8 @@ middleware, ...). The figures are the seeds':
 
 - `throughput_plot`, `response_time_plot`: against clients (or the swept parameter when
   clients are fixed), one line per value of the other swept parameters (worker threads,
-  ...), error bars = confidence interval over repetitions (seed 000 Figures 4-20).
+  ...), error bars = confidence interval over repetitions (seed 000 Figures 4-20);
+  `throughput_per_type_plot`: the gets' or the sets' throughput alone (seed 001 Figures 7-8).
 - `time_breakdown_plot`: queue, servers, rest of the middleware and network time against
   the same x, one panel per line of the throughput plot (seed 000 Figures 9, 11, 21, 23).
 - `percentiles_plot`: client-side mean and percentiles from merged histograms against the
@@ -49,6 +50,7 @@ __all__ = [
     "percentiles_plot",
     "png_bytes",
     "response_time_plot",
+    "throughput_per_type_plot",
     "throughput_plot",
     "time_breakdown_plot",
 ]
@@ -150,6 +152,17 @@ def throughput_plot(
     return _line_plot(
         table, x, by, column, "Throughput (requests/s)", f"Throughput measured on the {side}", level
     )
+
+
+def throughput_per_type_plot(table: pd.DataFrame, x: str, by: Sequence[str], level: float, kind: str
+                             ) -> Figure | None:
+    """One request type's throughput against x (seed 001 Figures 7-8: gets and sets apart);
+    None unless the folder has both reads and writes."""
+    both = all(c in table and table[c].fillna(0).gt(0).any() for c in ("throughput_get", "throughput_set"))
+    if not both:
+        return None
+    return _line_plot(table, x, by, f"throughput_{kind}", f"{kind} throughput (requests/s)",
+                      f"{kind} throughput measured on the clients", level)
 
 
 def response_time_plot(

@@ -22,6 +22,7 @@ from ..analysis import (
     link_columns,
     named_bottlenecks,
     network_model,
+    response_statistics,
 )
 from ..results import ResultsSummary, merged_buckets
 from ._document import Figure, Section, Table
@@ -70,7 +71,8 @@ def overview(results, summary: ResultsSummary) -> Section:
         "100 µs buckets (interpolated inside the bucket). Histograms cover whole runs, warm-up and cool-down "
         "included."
     )
-    machines_text, machines_tables = machines_overview(results.manifest)
+    sizes = summary.runs["value_size"].dropna().unique() if "value_size" in summary.runs else []
+    machines_text, machines_tables = machines_overview(results.manifest, int(sizes[0]) if len(sizes) == 1 else None)
     text += machines_text
     failed = results.status[results.status["status"] != "completed"] if not results.status.empty else None
     items: list = [*machines_tables]
@@ -208,6 +210,8 @@ def throughput_section(summary: ResultsSummary) -> Section | None:
         _items(
             _figure("throughput", "Throughput", plots.throughput_plot(summary.table, x, by, level)),
             _figure("response_time", "Response time", plots.response_time_plot(summary.table, x, by, level)),
+            *(_figure(f"throughput_{kind}", f"{kind} throughput (seed 001 Figures 7-8)",
+                      plots.throughput_per_type_plot(summary.table, x, by, level, kind)) for kind in ("get", "set")),
         ),
     )
 
@@ -236,6 +240,12 @@ def percentiles_section(summary: ResultsSummary) -> Section | None:
     shown = ["configuration", *summary.display_columns, "side", "requests", "mean_ms"]
     shown += [c for c in percentiles.columns if re.fullmatch(r"p[0-9_]+_ms", c)]
     items: list = [Table("percentiles", "Response time percentiles from merged histograms (ms)", percentiles[shown])]
+    statistics = response_statistics(summary)
+    if statistics is not None:
+        items.append(Table("response_time_statistics", "Response time statistics and throughput on the clients, "
+                           "all requests and, with reads and writes, gets and sets apart (seed 001 Tables 1-3 and "
+                           "5-6: mean, percentiles and standard deviation in ms; throughput in requests/s)",
+                           statistics))
     if "multiget" in summary.swept:
         by = [c for c in summary.display_columns if c != "multiget"]
         items += _items(
@@ -336,6 +346,9 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
             else "Where there is a middleware, R is its response time and Z the clients' minus the middleware's "
             "response time (seeds 000, 004); without middleware Z = 0 (the bench has no think time)."
         )
+        + " Z = N/X − R is the think time the law solves for with R measured on the clients (seed 002 "
+        "Table 5): close to 0 for the bench, which does not think; what it is above 0 is time the clients' "
+        "R does not count."
         + f" A configuration is flagged when a prediction is more than {tolerance:.0%} off.",
         f"Flagged: {len(flagged)} of {len(frame)} configurations."
         + (" " + "; ".join(summary.label(r) for _, r in flagged.iterrows()) if len(flagged) else ""),
@@ -348,9 +361,10 @@ def interactive_section(summary: ResultsSummary, tolerance: float, think_time_ms
                 "interactive_law",
                 "Interactive law: measured and predicted (ms, requests/s; deviations relative to the measured)",
                 frame[[c for c in frame.columns if c != "think_time_from" and frame[c].astype(str).nunique() > 1
-                       or c in ("configuration", "throughput", "response_time", "consistent")]],
+                       or c in ("configuration", "throughput", "response_time", "think_time_law", "consistent")]],
                 csv=frame,
-                units={"response_time": "ms", "think_time": "ms", "predicted_response_time": "ms",
+                units={"response_time": "ms", "think_time": "ms", "think_time_law": "ms",
+                       "predicted_response_time": "ms",
                        "predicted_throughput": "rate", "response_time_deviation": "relative",
                        "throughput_deviation": "relative"},
             ),
@@ -370,9 +384,10 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
     analyses = factorial_results(summary)
     if not analyses:
         return Section("2^k r factorial design", [f"Not analysed: a {reason}, but without complete measurements."])
+    levels = next(iter(analyses.values())).levels  # each factor's (low, high), coded -1 and +1
     text = [
-        f"A {reason} with factors {', '.join(plan.factors)} (levels: "
-        + "; ".join(f"{f}: {', '.join(map(str, sorted(summary.runs[f].unique())))}" for f in plan.factors)
+        f"A {reason} with factors {', '.join(plan.factors)} (levels, low and high: "
+        + "; ".join(f"{f}: {low} and {high}" for f, (low, high) in levels.items())
         + "), additive model, on the clients' measurements (seed 000 §6, Tables 7-20; a read-write workload's "
         "writes and reads also get a design each, Tables 17-20). The last row of the sign table holds "
         "the effects q; an effect is significant when its confidence interval excludes 0. "
@@ -409,6 +424,15 @@ def factorial_section(summary: ResultsSummary) -> Section | None:
         )
     )
     return Section("2^k r factorial design", text, items)
+
+
+def _with_highest_repetition(table: pd.DataFrame, summary: ResultsSummary) -> pd.DataFrame:
+    """The table with ``mw_throughput_max``: each configuration's highest repetition (seed 000's peak)."""
+    runs = summary.runs
+    if "mw_throughput" not in runs or "configuration" not in runs or "configuration" not in table:
+        return table
+    highest = runs.groupby("configuration")["mw_throughput"].max()
+    return table.assign(mw_throughput_max=table["configuration"].map(highest))
 
 
 def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
@@ -485,12 +509,13 @@ def models_section(summary: ResultsSummary, notes: list[str]) -> Section | None:
                        _mm_long(single.comparison, columns), csv=single.comparison))
     items.append(Table("mm1", "M/M/1 model (seed 000 Tables 22-25)", single.wide("mm1"), csv=single.mm1, index=True))
     items.append(Table("mmm", "M/M/m model (seed 000 Tables 27-30)", single.wide("mmm"), csv=single.mmm, index=True))
-    peak = mm_tables(table, service_rate="peak", config_columns=columns)
+    peak = mm_tables(_with_highest_repetition(table, summary), service_rate="peak", config_columns=columns)
     text.append(
-        "The same models with seed 000's service rate (§7.1-7.2, the rule behind its Tables 22-30): μ = the "
-        "highest throughput per middleware measured in the configuration's group (same parameters but the "
-        "clients) for M/M/1, μ / m per worker for M/M/m. The configuration that reached the peak has ρ = 1 and "
-        "no steady state under this rule; the service-time rule above reproduces R_mw at light load instead."
+        "The same models with seed 000's inputs (§7.1-7.2, the rule behind its Tables 22-30): λ = the total "
+        "throughput of all middlewares, μ = the highest throughput of a single repetition in the configuration's "
+        "group (same parameters but the clients) for M/M/1, μ / m per worker (m = worker threads) for M/M/m. "
+        "The configuration that set the peak has ρ just below 1 (exactly 1 with one repetition: no steady "
+        "state); the service-time rule above reproduces R_mw at light load instead."
     )
     items.append(Table("mm_comparison_peak", "M/M/1 and M/M/m with the peak-throughput service rate against "
                        "measured (seed 000 §7.1-7.2)", _mm_long(peak.comparison, columns), csv=peak.comparison))

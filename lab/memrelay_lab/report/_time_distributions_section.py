@@ -1,7 +1,8 @@
 """The report's "Queue and server time distributions" section (`analysis._time_distributions`,
 seed 001 §1.3): Table 4 and Figures 4-6 for the configuration that reaches the maximum
-throughput with the fewest resources, and the percentiles of queue and server time against the
-swept parameter (seed 001 Figures 9-16)."""
+throughput with the fewest resources; against the swept parameter, per request type, the
+percentiles of T_total, T_queue and T_server (seed 001 Figures 9-12, 23-34) and their means
+with standard deviations (Figures 13-16); and every configuration's numbers in one table."""
 
 from __future__ import annotations
 
@@ -60,9 +61,15 @@ def time_distributions_section(summary: ResultsSummary) -> Section | None:
     ]
     if logged:
         items.append(_histograms(logged_requests(summary, chosen), label))
-    trend = _percentiles_plot(frame, summary)
-    if trend is not None:
-        items.append(trend)
+    for plot in (_percentiles_plot(frame, summary), _means_plot(frame, summary) if logged else None):
+        if plot is not None:
+            items.append(plot)
+    if frame["configuration"].nunique() > 1:
+        columns = [c for c in summary.display_columns if c in frame]
+        every = frame[[*columns, "type", "time", "requests", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms"]]
+        every = every.drop(columns=[] if logged else ["std_ms"]).assign(time=lambda f: f["time"].map(_TIME_LABELS))
+        items.append(Table("time_distributions_every_configuration", "Time distributions of every configuration "
+                           "(seed 001 Figures 9-16, 23-34 as numbers)", every, csv=frame))
     return Section("Queue and server time distributions", text, items)
 
 
@@ -101,9 +108,9 @@ def _percentiles_plot(frame: pd.DataFrame, summary: ResultsSummary) -> Figure | 
         return None
     plt = _plots.plt
     kinds = [k for k in ("get", "multiget", "set") if (frame["type"] == k).any()]
-    figure, axes = plt.subplots(len(kinds), 2, figsize=(10, 3.3 * len(kinds)), layout="constrained", squeeze=False)
+    figure, axes = plt.subplots(len(kinds), 3, figsize=(13, 3.3 * len(kinds)), layout="constrained", squeeze=False)
     for row, kind in zip(axes, kinds):
-        for ax, time in zip(row, ("queue", "server")):
+        for ax, time in zip(row, ("total", "queue", "server")):
             part = frame[(frame["type"] == kind) & (frame["time"] == time)]
             # One colour per series, one line style per percentile.
             for colour, (series_name, group) in enumerate(_plots.series_frames(part, x, summary.series)):
@@ -116,5 +123,30 @@ def _percentiles_plot(frame: pd.DataFrame, summary: ResultsSummary) -> Figure | 
             ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize="x-small", ncol=2)
-    return Figure("time_percentiles", "50th, 90th and 99th percentiles of queue and server time "
-                  "(seed 001 Figures 9-16)", _plots.png_bytes(figure))
+    return Figure("time_percentiles", "50th, 90th and 99th percentiles of total, queue and server time "
+                  "(seed 001 Figures 9-12, 23-34)", _plots.png_bytes(figure))
+
+
+def _means_plot(frame: pd.DataFrame, summary: ResultsSummary) -> Figure | None:
+    """Mean and standard deviation (error bars) of each time per request type against x (seed 001
+    Figures 13-16); only from request logs, which give the standard deviation."""
+    x = summary.x
+    if x is None or x not in frame or frame[x].nunique() < 2 or frame["std_ms"].isna().all():
+        return None
+    plt = _plots.plt
+    kinds = [k for k in ("get", "multiget", "set") if (frame["type"] == k).any()]
+    figure, axes = plt.subplots(len(kinds), 3, figsize=(13, 3.3 * len(kinds)), layout="constrained", squeeze=False)
+    for row, kind in zip(axes, kinds):
+        for ax, time in zip(row, ("total", "queue", "server")):
+            part = frame[(frame["type"] == kind) & (frame["time"] == time)]
+            for colour, (series_name, group) in enumerate(_plots.series_frames(part, x, summary.series)):
+                ax.errorbar(group[x], group["mean_ms"], yerr=group["std_ms"], marker="o", markersize=3, capsize=3,
+                            color=f"C{colour}", label=series_name or "mean ± std")
+            ax.set_title(f"{kind}: {_TIME_LABELS[time]}", fontsize="medium")
+            ax.set_xlabel(_plots.axis_label(x))
+            ax.set_ylabel("time (ms)")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize="x-small")
+    return Figure("time_means", "Mean and standard deviation of total, queue and server time (seed 001 Figures "
+                  "13-16)", _plots.png_bytes(figure))

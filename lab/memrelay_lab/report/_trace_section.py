@@ -31,7 +31,10 @@ def trace_section(summary: ResultsSummary) -> Section | None:
         "(seed 001 appendix, Figures 35 and 36: the stability trace, which seed 002 §1 reads its M/M/1 inputs "
         "from): the clients' per-second intervals (memrelay-bench, all instances summed) and each middleware's "
         "windows (memrelay's windows.jsonl). The grey bands are the trimmed warm-up and cool-down. "
-        "The table summarises the kept seconds: a stable run has a small coefficient of variation (cv = standard "
+        "The third panel is Figure 36's spread: the standard deviation of the response times inside each "
+        "second, from memrelay's per-window HdrHistograms (memrelay-bench's per-second output has no spread, so "
+        "the clients have none). The table summarises the kept seconds: a stable run has a small coefficient "
+        "of variation (cv = standard "
         "deviation / mean) and a trend (least-squares slope) near zero."
     ]
     items: list[Table | Figure] = [_trace_plot(traces)]
@@ -45,7 +48,7 @@ def trace_section(summary: ResultsSummary) -> Section | None:
 
 def _trace_plot(traces: dict[str, pd.DataFrame]) -> Figure:
     plt = _plots.plt
-    figure, axes = plt.subplots(len(TRACE_MEASURES), 1, figsize=(10, 6.4), layout="constrained", sharex=True)
+    figure, axes = plt.subplots(len(TRACE_MEASURES), 1, figsize=(10, 8.6), layout="constrained", sharex=True)
     for ax, (measure, label) in zip(axes, TRACE_MEASURES):
         for run_index, (run_id, trace) in enumerate(traces.items()):
             for source_index, (source, part) in enumerate(trace.groupby("source", sort=True)):

@@ -8,7 +8,9 @@
   count, queue length averaged over the middlewares). Baselines (no middleware) have only
   ``clients`` rows.
 - ``windows``: the per-second series behind those rows (one row per run, source and window),
-  with ``t_s`` (seconds since the load started) and ``kept`` (inside the trimmed interval).
+  with ``t_s`` (seconds since the load started) and ``kept`` (inside the trimmed interval);
+  a middleware's windows also carry ``response_std_ms``, the standard deviation of the
+  window's response times (from its HdrHistogram).
 - ``servers``: one row per run and memcached server, the change of its ``stats`` counters over
   the load phase (memcached counts every key of a multi-get in cmd_get) and the requests the
   middlewares sent it.
@@ -514,14 +516,18 @@ def _weighted(pairs: list[tuple[float, float]]) -> float:
 
 def _kept_hdr(raw: list[dict], series: list[dict]) -> HdrHistogram | None:
     """The response-time HdrHistograms of the windows mostly inside the kept interval, merged;
-    None when memrelay wrote none (an earlier version)."""
+    None when memrelay wrote none (an earlier version). Sets each window's ``response_std_ms``
+    (the standard deviation of its own requests' response times) on the way."""
     if not any("response_hdr" in w for w in raw):
         return None
     merged = None
     for window, measured in zip(raw, series):
-        mostly_kept = measured["kept"] and measured["length_s"] >= 0.5 * window["length_s"]
-        if mostly_kept and window.get("response_hdr"):
-            histogram = HdrHistogram.decode(window["response_hdr"])
+        if not window.get("response_hdr"):
+            continue
+        histogram = HdrHistogram.decode(window["response_hdr"])
+        # The window's own spread (seed 001 Figure 36: the standard deviation per interval).
+        measured["response_std_ms"] = histogram.std() / 1000 if histogram.total > 0 else math.nan
+        if measured["kept"] and measured["length_s"] >= 0.5 * window["length_s"]:
             merged = histogram if merged is None else merged.merged(histogram)
     return merged if merged is not None and merged.total > 0 else None
 

@@ -22,7 +22,8 @@
   the mean and percentiles read from the histograms of every repetition merged
   (`_histograms`), never averaged across runs, and the request count behind them.
 
-``swept`` names the design parameters that take several values; ``x`` is what the plots
+``swept`` names the design parameters that take several values (workers moving with the
+servers as S x T, the seeds' per-server pools, count as the servers alone); ``x`` is what the plots
 put on the horizontal axis (clients when the population varies, else the multi-get size,
 the worker count, or the first swept parameter) and ``series`` the other swept
 parameters, one line per combination.
@@ -230,11 +231,23 @@ def _request_log_split(results, run_id: str) -> tuple[float, float] | None:
 
 def _swept(runs: pd.DataFrame) -> list[str]:
     by_configuration = runs.drop_duplicates("configuration")
-    return [
+    swept = [
         p
         for p in PARAMETERS
         if p in by_configuration and by_configuration[p].astype(str).nunique(dropna=False) > 1
     ]
+    if "servers" in swept and "workers" in swept and _workers_per_server_fixed(by_configuration):
+        swept.remove("workers")
+    return swept
+
+
+def _workers_per_server_fixed(by_configuration: pd.DataFrame) -> bool:
+    """Workers = S x T with one T: the seeds' per-server read pools (001/002, experiments/README.md),
+    the pool moving with the servers; the design's parameter is the servers, not the workers."""
+    workers = pd.to_numeric(by_configuration["workers"], errors="coerce")
+    servers = pd.to_numeric(by_configuration["servers"], errors="coerce")
+    ratio = workers / servers
+    return bool(ratio.notna().all() and ratio.nunique() == 1)
 
 
 def _axes(runs: pd.DataFrame, swept: list[str]) -> tuple[str | None, list[str]]:
