@@ -26,6 +26,8 @@ use crate::measure::live::LiveTotals;
 use crate::measure::metrics::{Recorder, Window};
 use crate::reload;
 use crate::settings::Settings;
+use crate::upkeep::identities::IdentityFile;
+use crate::upkeep::probe;
 use crate::upkeep::spool::Spool;
 use crate::upstream::health::Health;
 use crate::upstream::registry::Registry;
@@ -165,9 +167,17 @@ impl Runtime {
         let stats = spawn("stats", move || stats.run(stop))?;
         let health = Arc::new(Health::new(Arc::clone(&registry), settings.health));
         let probe = {
+            // With a spool, a server that restarted while memrelay was down is told now.
+            let file = settings.repair_spool.as_deref().map(IdentityFile::in_dir);
+            let mut known = probe::Known::from(file, &registry);
+            if settings.repair_spool.is_some() {
+                let generation = current.get();
+                let (servers, timeout) = (&generation.servers, generation.server_timeout);
+                probe::first_look(&health, &registry, server_tls.as_deref(), servers, timeout, &mut known);
+            }
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
             let (registry, current, tls) = (Arc::clone(&registry), Arc::clone(&current), server_tls.clone());
-            spawn("probe", move || crate::upkeep::probe::run(health, registry, current, tls, shutdown))?
+            spawn("probe", move || probe::run(health, registry, current, tls, shutdown, known))?
         };
         {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));

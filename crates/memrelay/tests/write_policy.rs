@@ -25,6 +25,7 @@ macro_rules! suite {
                 too_few_replicas_is_not_stored,
                 routes_choose_the_write_policy_per_key_prefix,
                 the_spool_keeps_repairs_across_a_memrelay_restart,
+                a_server_restarted_while_memrelay_was_down_is_resynced,
             );
         )*
 
@@ -264,4 +265,60 @@ fn the_spool_keeps_repairs_across_a_memrelay_restart(engine: &str) {
     // return the replaced values (what the spool is for, and proof this test can fail).
     let values = reads_after_a_memrelay_restart(engine, None);
     assert!(values.iter().any(|v| v == b"v1"), "no stale read without the spool: {values:?}");
+}
+
+/// The sequence that once lost acknowledged writes: 200 keys written; server 2 killed; 200 new
+/// keys and 100 overwrites acknowledged (majority); memrelay killed and started again with the
+/// same options; server 2 restarted empty. The spool repairs the 300 keys it recorded, and the
+/// server identities it keeps tell that server 2 is another process than the one that held the
+/// 100 older keys, so it is resynced: every read through memrelay finds every acknowledged value.
+fn a_server_restarted_while_memrelay_was_down_is_resynced(engine: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let args = ["--server-timeout-ms", "300", "--repair-spool-dir", dir.path().to_str().unwrap()];
+    let relay = start(engine, &servers, "majority", &args);
+    let mut client = relay.client();
+    for i in 0..200 {
+        assert_eq!(client.set(&format!("old{i}"), b"v1"), "STORED\r\n");
+    }
+    // memrelay has seen every server (the identities are on disk) before server 2 dies.
+    let identities = dir.path().join("identities");
+    assert!(wait_for(Duration::from_secs(10), || std::fs::read_to_string(&identities)
+        .is_ok_and(|text| text.lines().count() == 4)));
+    servers[2].kill();
+    for i in 0..200 {
+        assert_eq!(client.set(&format!("new{i}"), b"n"), "STORED\r\n", "{}", relay.stderr());
+    }
+    for i in 0..100 {
+        assert_eq!(client.set(&format!("old{i}"), b"v2"), "STORED\r\n");
+    }
+    let spooled = wait_for(Duration::from_secs(10), || {
+        let text: String = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        text.lines().filter(|l| l.starts_with("K ")).count() >= 300
+    });
+    assert!(spooled, "{}", relay.stderr());
+    drop(relay); // SIGKILL
+    let relay = start(engine, &servers, "majority", &args);
+    servers[2].restart();
+    let mut client = relay.client();
+    let resynced = wait_for(Duration::from_secs(30), || {
+        stat_of(&mut client, "server_2_resyncs") != "0"
+            && (0..200).all(|i| servers[2].get_raw(&format!("old{i}")).is_some())
+            && (0..200).all(|i| servers[2].get_raw(&format!("new{i}")).is_some())
+    });
+    assert!(resynced, "server 2 was not brought back: {}", relay.stderr());
+    let mut missed = 0;
+    for _round in 0..2 {
+        for i in 0..200 {
+            let want: &[u8] = if i < 100 { b"v2" } else { b"v1" };
+            let old = parse_values(&client.get_reply(&format!("get old{i}\r\n")));
+            missed += usize::from(old.first().map(|(_, v)| v.as_slice()) != Some(want));
+            let new = parse_values(&client.get_reply(&format!("get new{i}\r\n")));
+            missed += usize::from(new.first().map(|(_, v)| v.as_slice()) != Some(&b"n"[..]));
+        }
+    }
+    assert_eq!(missed, 0, "reads that missed an acknowledged value: {}", relay.stderr());
 }

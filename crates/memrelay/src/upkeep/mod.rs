@@ -3,6 +3,7 @@
 //! brings replicas up to date ([`repair`]) and the spool that keeps repair sets on disk
 //! ([`spool`]).
 
+pub(crate) mod identities;
 pub(crate) mod probe;
 pub(crate) mod repair;
 pub(crate) mod spool;

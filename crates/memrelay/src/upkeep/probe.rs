@@ -1,7 +1,10 @@
 //! The probe thread: for each server that is down, `version` on its own connection, first after
 //! `probe_first`, then on a doubling backoff up to `probe_max`; a `VERSION` line in time brings the
-//! server back. Every `restart_check` it also asks each server that is up for its `pid` and
-//! `uptime` (`stats`): a new pid or a smaller uptime is a restart, and the server is marked cold.
+//! server back. Every `restart_check` it also asks each server that is up for its `pid`, `time`
+//! and `uptime` (`stats`): another process than last time is a restart, and the server is marked
+//! cold and resynced. With a repair spool the identities are kept on disk ([`super::identities`]),
+//! and the first look at start ([`first_look`], before any client is accepted) tells a server
+//! that restarted while memrelay was down.
 //! Bounded by the server timeout per exchange and by the shutdown flag. With TLS to the servers,
 //! each exchange's connection is TLS too ([`crate::upstream::tls`]).
 
@@ -11,6 +14,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::identities::{Identity, IdentityFile};
 use crate::generation::Current;
 use crate::upstream::backoff::Backoff;
 use crate::upstream::health::Health;
@@ -41,14 +45,13 @@ pub(crate) fn run(
     current: Arc<Current>,
     tls: Option<Arc<ServerTls>>,
     shutdown: Arc<AtomicBool>,
+    mut known: Known,
 ) {
     let dial = |server: usize| Dial::to(&registry, tls.as_deref(), server);
     let settings = health.settings();
     // Per server id: when it was seen down, and when to probe it next.
     let mut seen_down: Vec<Option<Instant>> = vec![None; MAX_SERVER_IDS];
     let mut backoff = vec![Backoff::new((settings.probe_first, settings.probe_max)); MAX_SERVER_IDS];
-    // Per server id: the (pid, uptime) last seen, and when to look again.
-    let mut identity: Vec<Option<(u64, u64)>> = vec![None; MAX_SERVER_IDS];
     let mut next_check = Instant::now();
     while !shutdown.load(Ordering::Acquire) {
         let generation = current.get();
@@ -61,7 +64,7 @@ pub(crate) fn run(
                     continue;
                 }
                 let Some(seen) = server_identity(&dial(server), timeout) else { continue };
-                note_identity(&health, server, seen, &mut identity[server]);
+                known.note(&health, &registry, server, seen);
             }
         }
         for &server in servers {
@@ -83,7 +86,7 @@ pub(crate) fn run(
                 // Back from down, perhaps restarted (empty): say so before it is used again, so
                 // that a repair resyncs it before reads reach it.
                 if let Some(seen) = server_identity(&to, timeout) {
-                    note_identity(&health, server, seen, &mut identity[server]);
+                    known.note(&health, &registry, server, seen);
                 }
                 health.probe_answered(server, since.elapsed());
                 seen_down[server] = None;
@@ -104,24 +107,72 @@ pub(crate) fn run(
     }
 }
 
-/// Records the `(pid, uptime)` just `seen` of `server`: a new pid or a smaller uptime than last
-/// time is a restart.
-fn note_identity(health: &Health, server: usize, seen: (u64, u64), known: &mut Option<(u64, u64)>) {
-    if known.is_some_and(|(pid, uptime)| seen.0 != pid || seen.1 < uptime) {
-        health.restarted(server);
-    }
-    *known = Some(seen);
+/// The process each server was when last seen, by server id, and where they are kept.
+pub(crate) struct Known {
+    identities: Vec<Option<Identity>>,
+    file: Option<IdentityFile>,
 }
 
-/// The server's `pid` and `uptime` from `stats`, if it answers within `timeout`.
-fn server_identity(to: &Dial, timeout: Duration) -> Option<(u64, u64)> {
+impl Known {
+    /// Nothing known yet; with `file`, what it holds for the servers `registry` names.
+    pub fn from(file: Option<IdentityFile>, registry: &Registry) -> Known {
+        let mut identities = vec![None; MAX_SERVER_IDS];
+        if let Some(file) = &file {
+            let by_name = file.load();
+            for (id, slot) in identities.iter_mut().enumerate().take(registry.len()) {
+                *slot = by_name.get(&registry.name(id)).copied();
+            }
+        }
+        Known { identities, file }
+    }
+
+    /// Records the process just `seen` as `server`: another one than last time is a restart.
+    fn note(&mut self, health: &Health, registry: &Registry, server: usize, seen: Identity) {
+        let known = &mut self.identities[server];
+        if known.is_some_and(|was| was.restarted_as(&seen)) {
+            health.restarted(server);
+        }
+        if *known == Some(seen) {
+            return;
+        }
+        *known = Some(seen);
+        if let Some(file) = &self.file {
+            let names: Vec<(String, Identity)> =
+                (0..registry.len()).filter_map(|id| Some((registry.name(id), self.identities[id]?))).collect();
+            if let Err(error) = file.save(names.iter().map(|(name, identity)| (name.as_str(), *identity))) {
+                eprintln!("memrelay: the server identities could not be saved: {error}");
+            }
+        }
+    }
+}
+
+/// Looks at every server once, before clients are accepted: one that is another process than
+/// the identities file says restarted while memrelay was down, and is resynced before any read
+/// reaches it. A server that does not answer is left to the probe.
+pub(crate) fn first_look(
+    health: &Health,
+    registry: &Registry,
+    tls: Option<&ServerTls>,
+    servers: &[usize],
+    timeout: Duration,
+    known: &mut Known,
+) {
+    for &server in servers {
+        if let Some(seen) = server_identity(&Dial::to(registry, tls, server), timeout) {
+            known.note(health, registry, server, seen);
+        }
+    }
+}
+
+/// The server's process from `stats` (`pid`, `time`, `uptime`), if it answers within `timeout`.
+fn server_identity(to: &Dial, timeout: Duration) -> Option<Identity> {
     let reply = exchange(to, b"stats\r\n", b"END\r\n", timeout)?;
     let text = String::from_utf8_lossy(&reply);
     let stat = |name: &str| -> Option<u64> {
         text.lines()
             .find_map(|line| line.strip_prefix("STAT ")?.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
     };
-    Some((stat("pid")?, stat("uptime")?))
+    Some(Identity::from_stats(stat("pid")?, stat("time")?, stat("uptime")?))
 }
 
 /// Sends `request` on a new connection and reads until the reply ends with `end` (at most

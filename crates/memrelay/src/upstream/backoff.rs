@@ -15,11 +15,13 @@ pub(crate) struct Backoff {
     next: Duration,
     /// No try before this (after a failure).
     retry_at: Option<Instant>,
+    /// The server's count of downs when last looked at ([`Backoff::note_downs`]).
+    downs: u64,
 }
 
 impl Backoff {
     pub fn new((first, max): (Duration, Duration)) -> Backoff {
-        Backoff { first, max, next: first, retry_at: None }
+        Backoff { first, max, next: first, retry_at: None, downs: 0 }
     }
 
     /// A try failed at `now`: the next waits, each wait twice the last up to the ceiling.
@@ -32,6 +34,16 @@ impl Backoff {
     pub fn succeeded(&mut self) {
         self.retry_at = None;
         self.next = self.first;
+    }
+
+    /// `downs` is the server's count of downs (health): when it moved since the last look, the
+    /// server went down and a probe brought it back since, so the wait is over (else a request
+    /// in the rest of the wait would fail again and count against a server just found healthy).
+    pub fn note_downs(&mut self, downs: u64) {
+        if downs != self.downs {
+            self.downs = downs;
+            self.succeeded();
+        }
     }
 
     /// Whether a try now must still wait.
@@ -67,5 +79,11 @@ mod tests {
         assert!(!backoff.waiting(t));
         backoff.failed(t);
         assert_eq!(backoff.retry_at(), Some(t + ms(50)));
+        // The server went down and came back through a probe: the wait is over.
+        backoff.failed(t);
+        backoff.note_downs(0);
+        assert!(backoff.waiting(t), "no change, no effect");
+        backoff.note_downs(1);
+        assert!(!backoff.waiting(t));
     }
 }

@@ -73,6 +73,11 @@ impl ServerConn {
         self.input.clear();
     }
 
+    /// The server's count of downs ([`Backoff::note_downs`]).
+    pub fn note_downs(&mut self, downs: u64) {
+        self.backoff.note_downs(downs);
+    }
+
     /// Writes all of `bytes`, connecting first if needed.
     pub fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
         self.input.clear();

@@ -88,7 +88,10 @@ impl EventLoop {
                     self.recorder.server_failure(server);
                 }
                 self.target_done(index, target, TargetResult::Failed(failure), &[]);
-            } else if upstream.available(self.poll.registry(), now) {
+            } else if {
+                upstream.note_downs(self.health.downs(server));
+                upstream.available(self.poll.registry(), now)
+            } {
                 let target = target as u16;
                 let outstanding = Outstanding { request: index, generation, target, expect, deadline, queued: now };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);

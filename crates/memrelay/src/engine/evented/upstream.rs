@@ -88,6 +88,11 @@ impl Upstream {
         }
     }
 
+    /// The server's count of downs ([`Backoff::note_downs`]).
+    pub fn note_downs(&mut self, downs: u64) {
+        self.backoff.note_downs(downs);
+    }
+
     /// Whether a request can be queued now: connected, or connecting, or a connect could be
     /// started (not in backoff after a failure).
     pub fn available(&mut self, registry: &Registry, now: Instant) -> bool {

@@ -214,6 +214,7 @@ impl Worker {
                 None => {
                     self.scratch.clear();
                     outgoing.compose_for(target, &mut self.scratch);
+                    self.servers[target].note_downs(self.health.downs(target));
                     self.servers[target].send(&self.scratch, deadline).map(|()| target).map_err(Sent)
                 }
             };
