@@ -11,8 +11,6 @@
 //! Engines: every test is a function taking the engine's name; [`engine_matrix!`] runs a module's
 //! list of them once per engine of [`ENGINES`], so adding an engine there adds every suite.
 
-#![allow(dead_code)]
-
 use std::fs::{self, File};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
