@@ -4,16 +4,14 @@
 //! client that does not speak TLS, and bad certificate files refused at start.
 
 // TLS is the evented engine's alone: no per-engine suite here.
-#[allow(unused_macros)]
-mod common;
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::certs::{read_until, rustls_client, start_tls_relay};
-use common::*;
+use crate::common::certs::{read_until, rustls_client, start_tls_relay};
+use crate::common::*;
 
 /// memrelay with a plain and a TLS listener; returns it and the TLS port.
 fn start_tls(dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u16) {

@@ -6,32 +6,22 @@
 //! walk under test: with equal weights every server keeps its ring points when another is
 //! removed, so the next distinct server clockwise is the primary of the ring without the first.
 
-#[macro_use]
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use common::{delta, show, wait_for, Memcached, Memrelay};
+use crate::common::{delta, show, wait_for, Memcached, Memrelay};
 use memrelay::ketama::{KeyHash, Ring, RingServer};
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),*) => {
-        $(
-            engine_tests!($engine: $name;
-                replication_two_of_three_places_keys_on_their_ring_successors,
-                replication_all_and_half,
-                reads_from_primary_reach_only_primaries,
-                any_replica_spreads_reads_over_the_replicas,
-                multiget_is_split_by_owner_and_merged_in_order,
-                failover_serves_reads_while_a_server_is_down,
-                failover_serves_split_reads_while_a_server_is_dead,
-                reads_pipelined_behind_a_compare_and_set_see_it,
-            );
-        )*
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    replication_two_of_three_places_keys_on_their_ring_successors,
+    replication_all_and_half,
+    reads_from_primary_reach_only_primaries,
+    any_replica_spreads_reads_over_the_replicas,
+    multiget_is_split_by_owner_and_merged_in_order,
+    failover_serves_reads_while_a_server_is_down,
+    failover_serves_split_reads_while_a_server_is_dead,
+    reads_pipelined_behind_a_compare_and_set_see_it,
+);
 
 fn servers(n: usize) -> Vec<Memcached> {
     (0..n).map(|_| Memcached::start()).collect()
@@ -197,7 +187,7 @@ fn failover_serves_reads_while_a_server_is_down(engine: &str) {
     );
     let mut plain_client = plain.client();
     let reply = plain_client.get_reply(&format!("get {}\r\n", on_dead[0]));
-    assert!(String::from_utf8_lossy(&reply).starts_with("SERVER_ERROR"), "{}", common::show(&reply));
+    assert!(String::from_utf8_lossy(&reply).starts_with("SERVER_ERROR"), "{}", crate::common::show(&reply));
     // The failures are counted per server in `stats`.
     assert!(wait_for(Duration::from_secs(5), || {
         let stats = client.request(b"stats\r\n", b"END\r\n");
@@ -226,7 +216,7 @@ fn failover_serves_split_reads_while_a_server_is_dead(engine: &str) {
         servers[0].kill();
         for round in 0..3 {
             let reply = client.get_reply(&format!("{command} {}\r\n", keys.join(" ")));
-            let values = common::parse_values(&reply);
+            let values = crate::common::parse_values(&reply);
             let got: Vec<&String> = values.iter().map(|(k, _)| k).collect();
             assert_eq!(got, keys.iter().collect::<Vec<_>>(), "{args:?} round {round}: {}", show(&reply));
         }

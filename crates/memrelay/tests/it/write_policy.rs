@@ -7,35 +7,20 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                majority_survives_a_dead_server_and_repairs_it,
-                primary_survives_a_dead_server_and_repairs_it,
-                all_fails_writes_while_a_server_is_dead,
-                reads_avoid_a_server_being_repaired,
-                too_few_replicas_is_not_stored,
-                routes_choose_the_write_policy_per_key_prefix,
-                the_spool_keeps_repairs_across_a_memrelay_restart,
-                a_server_restarted_while_memrelay_was_down_is_resynced,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    majority_survives_a_dead_server_and_repairs_it,
+    primary_survives_a_dead_server_and_repairs_it,
+    all_fails_writes_while_a_server_is_dead,
+    reads_avoid_a_server_being_repaired,
+    too_few_replicas_is_not_stored,
+    routes_choose_the_write_policy_per_key_prefix,
+    the_spool_keeps_repairs_across_a_memrelay_restart,
+    a_server_restarted_while_memrelay_was_down_is_resynced,
+);
 
 const KEYS: usize = 200;
 /// Fast failure detection, so that the test waits on conditions for a short while only.

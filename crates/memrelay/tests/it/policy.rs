@@ -6,36 +6,21 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::thread;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                a_win_flag_re_ask_whose_primary_fails_is_a_server_error,
-                a_touching_read_whose_primary_fails_is_a_server_error,
-                the_copies_get_a_deadline_of_their_own,
-                a_write_held_back_from_a_server_being_repaired_is_not_its_failure,
-                an_autovivifying_mg_writes_every_replica_as_memcached_would,
-                a_quiet_autovivifying_ma_is_answered_as_memcached_answers_it,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    a_win_flag_re_ask_whose_primary_fails_is_a_server_error,
+    a_touching_read_whose_primary_fails_is_a_server_error,
+    the_copies_get_a_deadline_of_their_own,
+    a_write_held_back_from_a_server_being_repaired_is_not_its_failure,
+    an_autovivifying_mg_writes_every_replica_as_memcached_would,
+    a_quiet_autovivifying_ma_is_answered_as_memcached_answers_it,
+);
 
 /// Three servers, every key on each, a write policy that repairs (so reads fail over).
 fn three(engine: &str) -> (Vec<Memcached>, Memrelay) {

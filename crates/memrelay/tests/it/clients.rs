@@ -5,26 +5,11 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name; memccapable_passes_as_on_memcached, libmemcached_tools_work);
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(memccapable_passes_as_on_memcached, libmemcached_tools_work);
 
 /// Runs a libmemcached tool (bounded by its own timeout option where it has one).
 fn tool(name: &str, args: &[&str]) -> Output {

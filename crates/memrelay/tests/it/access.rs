@@ -5,37 +5,22 @@
 //! SIGHUP that reads the auth file again. Every refusal is checked on the servers' own counters:
 //! nothing refused reaches a server.
 
-#[macro_use]
-mod common;
-
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                logging_in_is_answered_as_memcached_y_answers_and_nothing_reaches_the_server,
-                a_tenant_cannot_reach_another_tenants_keys,
-                a_read_only_identity_cannot_write,
-                admin_commands_need_a_grant_and_are_refused_as_memcached_f_refuses_flush_all,
-                limits_refuse_large_multigets_and_replies,
-                sighup_reads_the_auth_file_and_rules_again,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    logging_in_is_answered_as_memcached_y_answers_and_nothing_reaches_the_server,
+    a_tenant_cannot_reach_another_tenants_keys,
+    a_read_only_identity_cannot_write,
+    admin_commands_need_a_grant_and_are_refused_as_memcached_f_refuses_flush_all,
+    limits_refuse_large_multigets_and_replies,
+    sighup_reads_the_auth_file_and_rules_again,
+);
 
 const USERS: &str = "alice:secret\nbob:two words\ncarol:ro\nroot:toor\n";
 

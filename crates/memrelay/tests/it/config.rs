@@ -3,26 +3,11 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name; a_config_file_runs_memrelay_and_the_command_line_overrides_it);
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(a_config_file_runs_memrelay_and_the_command_line_overrides_it);
 
 fn check(file_text: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();

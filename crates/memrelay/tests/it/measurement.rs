@@ -2,9 +2,6 @@
 //! and the `stats` command, checked against what the test sent (counted here) and what the
 //! memcached servers counted themselves (their own `stats`).
 
-#[macro_use]
-mod common;
-
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
@@ -13,21 +10,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name; measurement_outputs, stats_command, pipelined_arrival_is_first_byte, meta_requests_are_measured, littles_law_holds_inside_memrelay);
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    measurement_outputs,
+    stats_command,
+    pipelined_arrival_is_first_byte,
+    meta_requests_are_measured,
+    littles_law_holds_inside_memrelay,
+);
 
 type Stats = HashMap<String, u64>;
 

@@ -5,29 +5,14 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                a_stopped_server_costs_at_most_k_timeouts_then_fails_fast,
-                reads_fail_over_at_once_while_a_replica_is_down,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    a_stopped_server_costs_at_most_k_timeouts_then_fails_fast,
+    reads_fail_over_at_once_while_a_replica_is_down,
+);
 
 const TIMEOUT_MS: u64 = 400;
 const DOWN_AFTER: usize = 2;

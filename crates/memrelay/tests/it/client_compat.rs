@@ -7,36 +7,21 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::collections::HashSet;
 use std::io::Read;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                binary_clients_get_a_binary_refusal_and_a_close,
-                version_is_one_three_part_number,
-                meta_gets_take_turns_over_the_servers,
-                meta_gets_take_turns_over_the_replicas,
-                cache_memlimit_reaches_every_server,
-                multi_key_gat_touches_every_replica_of_every_key,
-                a_stale_item_has_one_winner_across_replicas,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    binary_clients_get_a_binary_refusal_and_a_close,
+    version_is_one_three_part_number,
+    meta_gets_take_turns_over_the_servers,
+    meta_gets_take_turns_over_the_replicas,
+    cache_memlimit_reaches_every_server,
+    multi_key_gat_touches_every_replica_of_every_key,
+    a_stale_item_has_one_winner_across_replicas,
+);
 
 /// A binary GET for `key` with `opaque`, laid out by hand from memcached's `protocol_binary.h`
 /// (independently of memrelay's own encoder).

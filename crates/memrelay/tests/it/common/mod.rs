@@ -3,15 +3,13 @@
 //!
 //! - [`Memrelay`]: the `memrelay` binary of this build with the given engine and servers.
 //! - Everything else (`Memcached`, `Client`, free ports, counters, fake servers) is the test kit's,
-//!   re-exported here so every test file reads `use common::*`.
+//!   re-exported here so every test module reads `use crate::common::*`.
 //! - [`certs`]: test certificates (the `openssl` command) and a rustls client.
 //!
 //! Every process is killed when its guard drops, also when a test panics.
 //!
-//! Engines: every test is a function taking the engine's name; [`for_each_engine!`] calls a
-//! suite macro with every engine in [`ENGINES`], so adding an engine there adds the whole suite.
-
-#![allow(dead_code)]
+//! Engines: every test is a function taking the engine's name; [`engine_matrix!`] runs a module's
+//! list of them once per engine of [`ENGINES`], so adding an engine there adds every suite.
 
 use std::fs::{self, File};
 use std::path::PathBuf;
@@ -24,22 +22,23 @@ pub use memrelay_testkit::*;
 /// Test certificates and a rustls client (TLS from clients and to the servers).
 pub mod certs;
 
-/// Every engine the suite runs against. Keep in step with [`for_each_engine!`] (each test file
-/// checks that they agree).
+/// Every engine the suite runs against, in the order [`engine_matrix!`] makes their modules (one
+/// test below checks that the two agree).
 pub const ENGINES: &[&str] = &["pool", "evented"];
 
-/// Calls `$suite!(module: "engine", ...)` once, with every engine of [`ENGINES`]. A test file
-/// defines `$suite` to expand [`engine_tests!`] per engine with its list of tests.
-macro_rules! for_each_engine {
-    ($suite:ident) => {
-        $suite!(pool: "pool", evented: "evented");
+/// `engine_matrix!(test_a, test_b)` makes, for every engine of [`ENGINES`], `mod <engine>` with
+/// one `#[test]` per name, each calling `super::<name>("<engine>")`: a module's engine suite is
+/// its functions of the engine's name and one call of this macro, so adding an engine here adds
+/// every suite.
+macro_rules! engine_matrix {
+    // The one list of engines; the other arms get it from here.
+    (@with_engines $arm:ident $($rest:tt)*) => {
+        engine_matrix! { @$arm [pool: "pool", evented: "evented"] $($rest)* }
     };
-}
-
-/// `engine_tests!(module: "engine"; test_a, test_b)` makes `mod module` with one `#[test]` per
-/// name, each calling `super::name("engine")`.
-macro_rules! engine_tests {
-    ($engine:ident: $name:literal; $($test:ident),* $(,)?) => {
+    (@modules [$($engine:ident: $name:literal),*] $tests:tt) => {
+        $(engine_matrix!(@module $engine: $name $tests);)*
+    };
+    (@module $engine:ident: $name:literal [$($test:ident),*]) => {
         mod $engine {
             $(
                 #[test]
@@ -49,6 +48,18 @@ macro_rules! engine_tests {
             )*
         }
     };
+    (@names [$($engine:ident: $name:literal),*]) => {
+        &[$($name),*]
+    };
+    ($($test:ident),* $(,)?) => {
+        engine_matrix!(@with_engines modules [$($test),*]);
+    };
+}
+
+#[test]
+fn the_engine_matrix_runs_every_engine() {
+    let matrix: &[&str] = engine_matrix!(@with_engines names);
+    assert_eq!(matrix, ENGINES);
 }
 
 /// A running memrelay.

@@ -4,52 +4,37 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                replication,
-                success_only_when_every_server_succeeds,
-                noreply,
-                single_gets_round_robin,
-                multiget_not_sharded,
-                multiget_sharded,
-                gets_then_cas,
-                pipelining,
-                steady_pipelining_memory_is_bounded,
-                split_and_batched_requests,
-                bad_input,
-                oversized_and_broken_requests,
-                client_disconnects_mid_request,
-                server_down_at_start,
-                server_killed_then_restarted,
-                server_restarted_while_idle,
-                server_never_answers,
-                sigterm_idle,
-                sigterm_answers_request_in_flight,
-                sigterm_during_bursts,
-                bad_arguments,
-                thousand_clients,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    replication,
+    success_only_when_every_server_succeeds,
+    noreply,
+    single_gets_round_robin,
+    multiget_not_sharded,
+    multiget_sharded,
+    gets_then_cas,
+    pipelining,
+    steady_pipelining_memory_is_bounded,
+    split_and_batched_requests,
+    bad_input,
+    oversized_and_broken_requests,
+    client_disconnects_mid_request,
+    server_down_at_start,
+    server_killed_then_restarted,
+    server_restarted_while_idle,
+    server_never_answers,
+    sigterm_idle,
+    sigterm_answers_request_in_flight,
+    sigterm_during_bursts,
+    bad_arguments,
+    thousand_clients,
+);
 
 fn servers(n: usize) -> Vec<Memcached> {
     (0..n).map(|_| Memcached::start()).collect()

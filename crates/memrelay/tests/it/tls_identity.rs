@@ -4,16 +4,14 @@
 //! server is read from memcached's own counters.
 
 // TLS is the evented engine's alone: no per-engine suite here.
-#[allow(unused_macros)]
-mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use common::certs::{read_until, rustls_connect, start_tls_relay};
-use common::*;
+use crate::common::certs::{read_until, rustls_connect, start_tls_relay};
+use crate::common::*;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 

@@ -7,29 +7,14 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
+use crate::common::*;
 
-use common::*;
-
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                scripts_answer_as_memcached,
-                scripts_answer_as_memcached_sharded,
-                scripts_answer_as_memcached_ketama,
-                stats_groups_gather_every_server,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    scripts_answer_as_memcached,
+    scripts_answer_as_memcached_sharded,
+    scripts_answer_as_memcached_ketama,
+    stats_groups_gather_every_server,
+);
 
 /// Scripts of several requests each, sent whole (one request at a time too: [`requests`]).
 const SCRIPTS: &[&[u8]] = &[

@@ -8,35 +8,20 @@
 //! Every test that runs requests is a function of the engine's name and runs once per engine
 //! (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::certs::{read_until, rustls_connect};
-use common::*;
+use crate::common::certs::{read_until, rustls_connect};
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                values_reach_two_tls_servers,
-                another_ca_another_name_or_no_tls_is_a_server_failure,
-                a_server_that_requires_a_client_certificate,
-                a_restarted_server_is_probed_and_repaired_over_tls,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    values_reach_two_tls_servers,
+    another_ca_another_name_or_no_tls_is_a_server_failure,
+    a_server_that_requires_a_client_certificate,
+    a_restarted_server_is_probed_and_repaired_over_tls,
+);
 
 /// A CA, and a server certificate it signed for `localhost` and 127.0.0.1.
 fn certificates(dir: &Path) -> (Ca, Issued) {

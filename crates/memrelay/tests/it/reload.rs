@@ -6,30 +6,15 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name; reload_under_load_adds_and_removes_servers_and_refuses_a_bad_file);
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(reload_under_load_adds_and_removes_servers_and_refuses_a_bad_file);
 
 const CLIENTS: usize = 4;
 /// Keys each client cycles through.

@@ -8,9 +8,6 @@
 //!
 //! Every test is a function of the engine's name and runs once per engine (see `common`).
 
-#[macro_use]
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
@@ -19,33 +16,21 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                hostile_bytes_never_reach_another_client,
-                malformed_server_replies_fail_only_their_requests,
-                a_client_that_never_reads_is_bounded,
-                long_lines_do_not_break_other_clients,
-                second_instance_on_the_same_port_fails,
-                client_limit_is_process_wide,
-                full_range_deltas_as_memcached,
-                server_timeout_is_reported_on_time,
-                shutdown_grace_below_the_server_timeout,
-                accept_resumes_when_descriptors_free_up,
-                listen_backlog_fits_bursts,
-            );
-        )*
-
-        #[test]
-        fn every_engine_has_a_suite() {
-            assert_eq!(&[$($name),*][..], ENGINES);
-        }
-    };
-}
-for_each_engine!(suite);
+engine_matrix!(
+    hostile_bytes_never_reach_another_client,
+    malformed_server_replies_fail_only_their_requests,
+    a_client_that_never_reads_is_bounded,
+    long_lines_do_not_break_other_clients,
+    second_instance_on_the_same_port_fails,
+    client_limit_is_process_wide,
+    full_range_deltas_as_memcached,
+    server_timeout_is_reported_on_time,
+    shutdown_grace_below_the_server_timeout,
+    accept_resumes_when_descriptors_free_up,
+    listen_backlog_fits_bursts,
+);
 
 /// One worker or one event loop: every client shares the same server connection.
 const SHARED: &[&str] = &["--workers", "1", "--threads", "1"];
