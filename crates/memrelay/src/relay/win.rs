@@ -36,7 +36,7 @@ mod tests {
     #[test]
     fn win_stale_and_contended_flags_are_found_in_every_reply_shape() {
         // memcached 1.6's own answers after `md k I` (see the test of the same name in
-        // tests/client_compat.rs, which reads them from a real server).
+        // tests/it/client_compat.rs, which reads them from a real server).
         assert!(carries(b"VA 1 X W\r\nv\r\n"));
         assert!(carries(b"VA 1 c2 Z X\r\nv\r\n"));
         assert!(carries(b"HD Z X\r\n"));
