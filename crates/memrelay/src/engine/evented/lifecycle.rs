@@ -81,6 +81,7 @@ impl EventLoop {
             let expect = outgoing.expect();
             let gated = entry.exchange.gate(target, &*self.health);
             let upstream = &mut self.upstreams[server];
+            upstream.note_downs(self.health.downs(server));
             self.recorder.server_request(server);
             if let Some(failure) = gated {
                 // Not sent: not the server's failure (a down server's is counted, as it was).
@@ -88,10 +89,7 @@ impl EventLoop {
                     self.recorder.server_failure(server);
                 }
                 self.target_done(index, target, TargetResult::Failed(failure), &[]);
-            } else if {
-                upstream.note_downs(self.health.downs(server));
-                upstream.available(self.poll.registry(), now)
-            } {
+            } else if upstream.available(self.poll.registry(), now) {
                 let target = target as u16;
                 let outstanding = Outstanding { request: index, generation, target, expect, deadline, queued: now };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);
