@@ -33,6 +33,7 @@
 pub mod access;
 mod buffer;
 mod client;
+mod descriptors;
 mod engine;
 pub mod export;
 pub mod fuzzing;
@@ -66,7 +67,8 @@ pub fn run(settings: Settings) -> Result<(), Error> {
 
 /// [`run`], and on each SIGHUP reads the configuration again from `reload` and puts it in force
 /// ([`reload`]).
-pub fn run_reloading(settings: Settings, reload: Option<reload::Source>) -> Result<(), Error> {
+pub fn run_reloading(mut settings: Settings, reload: Option<reload::Source>) -> Result<(), Error> {
+    descriptors::fit(&mut settings).map_err(Error::Descriptors)?;
     let shutdown = Arc::new(AtomicBool::new(false));
     match settings.engine.kind {
         settings::Engine::Pool => engine::pool::run(settings, shutdown, reload),

@@ -43,6 +43,8 @@ pub enum Error {
     Routing(String),
     /// The auth file or the access rules cannot be used.
     Access(String),
+    /// The descriptor limit leaves no room for clients.
+    Descriptors(String),
     /// A file of TLS to the servers cannot be used (the message names the option and file).
     ServerTls(String),
     Listen {
@@ -72,7 +74,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Routing(reason) => write!(f, "{reason}"),
-            Error::Access(problem) | Error::ServerTls(problem) => write!(f, "{problem}"),
+            Error::Access(problem) | Error::ServerTls(problem) | Error::Descriptors(problem) => write!(f, "{problem}"),
             Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
             Error::Spool { dir, source } => write!(f, "--repair-spool-dir {}: {source}", dir.display()),
             Error::EventLoopSetup(source) => write!(f, "cannot set up the event loop: {source}"),

@@ -105,6 +105,12 @@ impl LocalAnswers {
         compose::stat(out, "threads", self.threads);
         compose::stat(out, "curr_connections", self.live.current_connections.load(Ordering::Relaxed));
         compose::stat(out, "total_connections", self.live.total_connections.load(Ordering::Relaxed));
+        if let Some(budget) = crate::descriptors::in_force() {
+            // memcached's name for the client cap; the descriptor budget it comes from.
+            compose::stat(out, "max_connections", budget.clients);
+            compose::stat(out, "descriptor_limit", budget.limit);
+            compose::stat(out, "descriptors_reserved", budget.reserved);
+        }
         compose::stat(out, "queue_length", queue_length);
         // Servers by id: those a reload dropped stay listed, retired.
         let generation = self.current.get();

@@ -154,7 +154,10 @@ impl ServerConn {
     fn fail(&mut self, failure: Failure) -> Failure {
         self.stream = None;
         self.input.clear();
-        self.backoff.failed(Instant::now());
+        // memrelay's own lack of descriptors or memory is not the server's: no backoff.
+        if failure != Failure::Local {
+            self.backoff.failed(Instant::now());
+        }
         failure
     }
 

@@ -21,6 +21,9 @@ pub enum Failure {
     /// The server is being brought up to date ([`crate::upstream::repair_set`]): a write is not sent to it
     /// but added to its repair set.
     Repairing,
+    /// memrelay itself ran out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) while
+    /// reaching the server: never the server's failure.
+    Local,
 }
 
 impl Failure {
@@ -33,15 +36,27 @@ impl Failure {
             Failure::Tls => "server TLS failed",
             Failure::Down => "server down",
             Failure::Repairing => "server being repaired",
+            Failure::Local => "memrelay out of descriptors or memory",
         }
     }
 
     pub fn from_io(error: &io::Error) -> Failure {
+        if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)) {
+            return Failure::Local;
+        }
         match error.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::Timeout,
             io::ErrorKind::ConnectionRefused => Failure::Unavailable,
             _ => Failure::Reset,
         }
+    }
+}
+
+impl Failure {
+    /// Whether this counts against the server's health: not when nothing was sent to it (down,
+    /// being repaired) or when memrelay itself lacked the resources to reach it.
+    pub fn is_the_servers(self) -> bool {
+        !matches!(self, Failure::Down | Failure::Repairing | Failure::Local)
     }
 }
 

@@ -85,7 +85,7 @@ impl Health {
 
     /// An exchange with the server failed; the `down_after`-th in a row takes it down.
     pub fn failed(&self, server: usize, failure: Failure) {
-        if self.settings.down_after == 0 || matches!(failure, Failure::Down | Failure::Repairing) {
+        if self.settings.down_after == 0 || !failure.is_the_servers() {
             return;
         }
         let s = &self.servers[server];

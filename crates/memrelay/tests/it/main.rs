@@ -12,6 +12,7 @@ mod client_compat;
 mod clients;
 mod config;
 mod conformance;
+mod descriptors;
 mod differential_fuzz;
 mod forwarding_grammar;
 mod health;

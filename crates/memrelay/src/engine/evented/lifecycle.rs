@@ -89,17 +89,17 @@ impl EventLoop {
                     self.recorder.server_failure(server);
                 }
                 self.target_done(index, target, TargetResult::Failed(failure), &[]);
-            } else if upstream.available(self.poll.registry(), now) {
+            } else if let Err(failure) = upstream.available(self.poll.registry(), now) {
+                self.recorder.server_failure(server);
+                self.health.failed(server, failure);
+                self.target_done(index, target, TargetResult::Failed(failure), &[]);
+            } else {
                 let target = target as u16;
                 let outstanding = Outstanding { request: index, generation, target, expect, deadline, queued: now };
                 upstream.push(|out| outgoing.compose_for(server, out), outstanding);
                 if !self.dirty.contains(&server) {
                     self.dirty.push(server);
                 }
-            } else {
-                self.recorder.server_failure(server);
-                self.health.failed(server, Failure::Unavailable);
-                self.target_done(index, target, TargetResult::Failed(Failure::Unavailable), &[]);
             }
         }
     }

@@ -94,8 +94,9 @@ impl Upstream {
     }
 
     /// Whether a request can be queued now: connected, or connecting, or a connect could be
-    /// started (not in backoff after a failure).
-    pub fn available(&mut self, registry: &Registry, now: Instant) -> bool {
+    /// started (not in backoff after a failure); else why not. memrelay's own lack of
+    /// descriptors or memory ([`Failure::Local`]) starts no backoff: it is not the server's.
+    pub fn available(&mut self, registry: &Registry, now: Instant) -> Result<(), Failure> {
         if self.stream.is_some()
             && self.outstanding.is_empty()
             && now.duration_since(self.last_used) > IDLE_CHECK
@@ -105,33 +106,34 @@ impl Upstream {
             self.drop_stream(registry);
         }
         if self.stream.is_some() {
-            return true;
+            return Ok(());
         }
         if self.backoff.waiting(now) {
-            return false;
+            return Err(Failure::Unavailable);
         }
         if let Some(tls) = self.tls.as_mut() {
             if tls.start().is_err() {
                 self.back_off(now);
-                return false;
+                return Err(Failure::Unavailable);
             }
         }
-        match TcpStream::connect(self.addr) {
-            Ok(mut stream) => {
-                let interest = Interest::READABLE | Interest::WRITABLE;
-                if registry.register(&mut stream, self.token, interest).is_err() {
-                    self.back_off(now);
-                    return false;
-                }
+        let connected = TcpStream::connect(self.addr).and_then(|mut stream| {
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            registry.register(&mut stream, self.token, interest)?;
+            Ok(stream)
+        });
+        match connected {
+            Ok(stream) => {
                 let _ = stream.set_nodelay(true);
                 self.stream = Some(stream);
                 self.connected = false;
                 self.wants_writable = true;
-                true
+                Ok(())
             }
+            Err(error) if Failure::from_io(&error) == Failure::Local => Err(Failure::Local),
             Err(_) => {
                 self.back_off(now);
-                false
+                Err(Failure::Unavailable)
             }
         }
     }

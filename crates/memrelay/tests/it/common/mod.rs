@@ -78,11 +78,39 @@ impl Memrelay {
 
     /// Starts memrelay in front of arbitrary addresses (dead ports, fake servers).
     pub fn start_addrs(engine: &str, servers: &[String], extra_args: &[&str]) -> Memrelay {
+        Self::start_addrs_with(engine, servers, extra_args, |_| {})
+    }
+
+    /// Starts memrelay with at most `nofile` descriptors (soft and hard limit).
+    pub fn start_with_nofile(engine: &str, servers: &[&Memcached], extra_args: &[&str], nofile: u64) -> Memrelay {
+        use std::os::unix::process::CommandExt;
+        let addrs: Vec<String> = servers.iter().map(|s| s.addr()).collect();
+        Self::start_addrs_with(engine, &addrs, extra_args, |command| {
+            // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+            unsafe {
+                command.pre_exec(move || {
+                    let limit = libc::rlimit { rlim_cur: nofile, rlim_max: nofile };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        })
+    }
+
+    fn start_addrs_with(
+        engine: &str,
+        servers: &[String],
+        extra_args: &[&str],
+        customize: impl Fn(&mut Command),
+    ) -> Memrelay {
         let dir = tempfile::tempdir().expect("tempdir");
         let stderr_path = dir.path().join("stderr");
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
             let mut command = memrelay_command(engine, port, servers, extra_args);
+            customize(&mut command);
             let stderr = File::create(&stderr_path).expect("stderr file");
             let mut child = command
                 .stdin(Stdio::null())
