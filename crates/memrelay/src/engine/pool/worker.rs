@@ -125,24 +125,17 @@ impl Worker {
         job.times.dequeue = Instant::now();
         self.refresh();
         let request = job.request.clone().expect("queued jobs carry a parsed request");
-        let generation = Arc::clone(&self.generation);
-        let (router, timeout) = (&generation.router, generation.server_timeout);
+        let timeout = self.generation.server_timeout;
         let mut exchange = std::mem::take(&mut self.exchange);
         job.times.first_send = Instant::now();
-        let policy = (generation.failover, timeout);
+        let policy = (self.generation.failover, timeout);
+        let router = &self.generation.router;
         let mut step = exchange.start(&request, &job.input, job.rr, router, policy, &*self.health, Instant::now());
         while let Step::Send { from, deadline } = step {
             self.round(&exchange, &request, &job.input, from, deadline);
-            let answer = answers(&self.servers, &self.results);
-            step = exchange.next(
-                &request,
-                &job.input,
-                answer,
-                router,
-                &*self.health,
-                &mut self.warm_budget,
-                Instant::now(),
-            );
+            let (router, answer) = (&self.generation.router, answers(&self.servers, &self.results));
+            let (health, now) = (&*self.health, Instant::now());
+            step = exchange.next(&request, &job.input, answer, router, health, &mut self.warm_budget, now);
         }
         job.times.last_reply = Instant::now();
         let (servers, results) = (&self.servers, &self.results);
@@ -175,9 +168,8 @@ impl Worker {
     fn write_back(&mut self, cold: usize, bytes: &[u8], timeout: Duration) {
         let limits = Limits { max_value_len: bytes.len(), max_line_len: bytes.len(), max_get_line_len: bytes.len() };
         let Parse::Complete(request) = parse_request(bytes, &limits) else { return };
-        let generation = Arc::clone(&self.generation);
         let mut exchange = std::mem::take(&mut self.write_back);
-        let step = exchange.start_to(cold, &request, bytes, &generation.router, timeout, Instant::now());
+        let step = exchange.start_to(cold, &request, bytes, &self.generation.router, timeout, Instant::now());
         if let Step::Send { from, deadline } = step {
             self.round(&exchange, &request, bytes, from, deadline);
         }
