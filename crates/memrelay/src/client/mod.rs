@@ -129,9 +129,7 @@ impl<E> Session<E> {
         if !self.framing.started() && binary::starts_binary(self.io.pending()) {
             return None;
         }
-        let socket = &self.socket;
-        let peer = || access::peer_name(socket.peer_addr().ok());
-        match self.guard.login(self.io.pending(), peer)? {
+        match self.guard.login(self.io.pending(), self.socket.peer_addr().ok())? {
             LoginStep::Wait => Some(Next::Wait),
             LoginStep::Close => {
                 self.closing = true;
@@ -139,8 +137,11 @@ impl<E> Session<E> {
                 self.io.consume(pending);
                 Some(Next::Invalid(None))
             }
-            LoginStep::Answer { reply, consumed } => {
+            LoginStep::Answer { reply, consumed, close } => {
                 self.framing.start();
+                // Closing: whatever else the client sent is not read.
+                let consumed = if close { self.io.pending().len() } else { consumed };
+                self.closing |= close;
                 self.io.consume(consumed);
                 Some(Next::Invalid(Some(reply)))
             }
