@@ -281,9 +281,9 @@ impl Guard {
             Login::Wait => LoginStep::Wait,
             Login::Close => LoginStep::Close,
             // A password to check, from an address out of checks: refused unchecked, closed.
-            Login::Answer { reply: login::Reply::Stored | login::Reply::ClientError(login::FAILURE), consumed, .. }
-                if !throttle::may_check(ip, std::time::Instant::now()) =>
-            {
+            Login::Answer {
+                reply: login::Reply::Stored | login::Reply::ClientError(login::FAILURE), consumed, ..
+            } if !throttle::may_check(ip, std::time::Instant::now()) => {
                 let failures = throttle::failed(ip, std::time::Instant::now());
                 let what = format!(
                     "answered CLIENT_ERROR {} unchecked and closed: {failures} failed logins from this address (throttled)",
@@ -352,7 +352,11 @@ pub enum LoginStep {
     Close,
     /// Answer `reply`, consume `consumed` bytes; `close`: then close the connection (too many
     /// failed logins).
-    Answer { reply: ErrorReply, consumed: usize, close: bool },
+    Answer {
+        reply: ErrorReply,
+        consumed: usize,
+        close: bool,
+    },
 }
 
 /// A peer address for log lines.
