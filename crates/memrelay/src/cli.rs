@@ -293,7 +293,7 @@ impl Args {
         }
         let mut servers = Vec::with_capacity(self.servers.len());
         for spec in &self.servers {
-            let server = Endpoint::server(spec).map_err(|e| format!("--server {spec}: {e}"))?;
+            let server = Endpoint::server(spec).map_err(|e| format!("--server {}: {e}", memrelay::shown(spec, 120)))?;
             if server_tls.is_some() {
                 memrelay::server_tls_name(&server.address)
                     .map_err(|e| format!("--server {spec}: with --server-tls-ca, {e}"))?;

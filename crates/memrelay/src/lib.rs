@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 pub use client::tls::{certificate_identity, server_config as client_tls_config};
 pub use export::https::server_config as metrics_tls_config;
-pub use log_limit::printable;
+pub use log_limit::{printable, shown};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::{MetricsTls, ServerTlsSettings, Settings, TlsSettings, VERSION};
 pub use startup::Error;

@@ -12,12 +12,17 @@ pub const MAX_SHOWN: usize = 1024;
 /// ESC and the rest) escaped as Rust writes them (`\n`, `\u{1b}`), so no input can forge a
 /// second line or drive the terminal; longer than [`MAX_SHOWN`] characters, cut (saying so).
 pub fn printable(text: &str) -> Cow<'_, str> {
-    let long = text.chars().nth(MAX_SHOWN).is_some();
+    shown(text, MAX_SHOWN)
+}
+
+/// [`printable`], cut at `max` characters (a value quoted inside a message).
+pub fn shown(text: &str, max: usize) -> Cow<'_, str> {
+    let long = text.chars().nth(max).is_some();
     if !long && !text.chars().any(char::is_control) {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len().min(MAX_SHOWN * 2));
-    for c in text.chars().take(MAX_SHOWN) {
+    let mut out = String::with_capacity(text.len().min(max * 2));
+    for c in text.chars().take(max) {
         if c.is_control() {
             out.extend(c.escape_default());
         } else {
