@@ -83,7 +83,7 @@ impl Rule {
     /// listener taking certificates; a certificate without a usable name) is never let in
     /// silently.
     pub fn nothing() -> Rule {
-        Rule { identity: FALLBACK.into(), prefixes: Some(Vec::new()), read_only: true, admin: 0 }
+        Rule { identity: FALLBACK.into(), prefixes: Some(Vec::new()), read_only: false, admin: 0 }
     }
 
     /// Whether nothing is ever refused by this rule (the check can be skipped).
