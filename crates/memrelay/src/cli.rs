@@ -29,8 +29,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub check_config: Option<PathBuf>,
 
-    /// Address to accept memcached clients on.
-    #[arg(long, default_value = "127.0.0.1:11212", value_name = "HOST:PORT")]
+    /// Address to accept memcached clients on; `none`: no plain listener, clients come through
+    /// --tls-listen only (so none can skip the TLS client certificate).
+    #[arg(long, default_value = "127.0.0.1:11212", value_name = "HOST:PORT|none")]
     pub listen: String,
 
     /// A memcached server (repeat for several), `HOST:PORT[:WEIGHT] [NAME]` as in twemproxy: the
@@ -276,7 +277,13 @@ pub enum ReadFromArg {
 impl Args {
     /// Validates the options together and builds the typed settings; the error names the option.
     pub fn into_settings(self) -> Result<Settings, String> {
-        let listen = endpoint(&self.listen).map_err(|e| format!("--listen {}: {e}", self.listen))?;
+        let listen = match self.listen.as_str() {
+            "none" if self.tls_listen.is_none() => {
+                return Err("--listen none needs --tls-listen (clients need a listener)".into());
+            }
+            "none" => None,
+            listen => Some(endpoint(listen).map_err(|e| format!("--listen {listen}: {e}"))?),
+        };
         let access = self.access_settings()?;
         let tls = self.tls_settings()?;
         let metrics_tls = self.metrics_tls()?;
@@ -286,7 +293,7 @@ impl Args {
         }
         let mut servers = Vec::with_capacity(self.servers.len());
         for spec in &self.servers {
-            let server = Endpoint::server(spec).map_err(|e| format!("--server {spec}: {e}"))?;
+            let server = Endpoint::server(spec).map_err(|e| format!("--server {}: {e}", memrelay::shown(spec, 120)))?;
             if server_tls.is_some() {
                 memrelay::server_tls_name(&server.address)
                     .map_err(|e| format!("--server {spec}: with --server-tls-ca, {e}"))?;
@@ -306,6 +313,14 @@ impl Args {
             DistributionArg::Ketama => Distribution::Ketama,
         };
         let replication = self.replication.resolve(servers.len())?;
+        // With `all` a failed read is never retried on another server (only a repairing write
+        // policy turns failover on there): the option would be accepted and do nothing.
+        if distribution == Distribution::All && self.failover {
+            return Err(
+                "--failover needs --distribution ketama (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
+                    .into(),
+            );
+        }
         if distribution == Distribution::All && self.replication != Replication::Count(1) {
             return Err("--replication needs --distribution ketama (with `all`, every server has every key)".into());
         }

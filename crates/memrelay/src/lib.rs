@@ -55,10 +55,31 @@ use std::sync::Arc;
 
 pub use client::tls::{certificate_identity, server_config as client_tls_config};
 pub use export::https::server_config as metrics_tls_config;
+pub use log_limit::{printable, shown};
 pub use routing::ketama::{self, KeyHash};
 pub use settings::{MetricsTls, ServerTlsSettings, Settings, TlsSettings, VERSION};
 pub use startup::Error;
 pub use upstream::tls::{client_config as server_tls_config, server_name as server_tls_name};
+
+/// Everything a start checks of `settings` before it binds or starts anything: the servers make
+/// a ring, the auth file and access rules can be used, the TLS files (to the servers, from
+/// clients, of the metrics endpoint) load. `--check-config` runs this, so a configuration it
+/// calls valid is one a start takes (short of the machine: a port in use).
+pub fn validate(settings: &Settings) -> Result<(), Error> {
+    let registry = upstream::registry::Registry::new(&[]);
+    generation::Generation::build(settings, &registry, 1).map_err(Error::Routing)?;
+    access::Policy::build(&settings.access, 1).map_err(Error::Access)?;
+    if let Some(tls) = &settings.server_tls {
+        upstream::tls::ServerTls::new(tls).map_err(Error::ServerTls)?;
+    }
+    if let Some(tls) = &settings.tls {
+        client::tls::server_config(tls).map_err(Error::Access)?;
+    }
+    if let Some(tls) = &settings.measurement.metrics_tls {
+        export::https::server_config(tls).map_err(Error::Access)?;
+    }
+    Ok(())
+}
 
 /// Runs the configured engine until SIGINT/SIGTERM, then returns after a clean stop.
 pub fn run(settings: Settings) -> Result<(), Error> {

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     let expanded = match config_file::expand(argv.clone()) {
         Ok(expanded) => expanded,
         Err(message) => {
-            eprintln!("memrelay: error: {message}");
+            eprintln!("memrelay: error: {}", memrelay::printable(&message));
             return ExitCode::from(2);
         }
     };
@@ -33,17 +33,23 @@ fn main() -> ExitCode {
             if first.ends_with(':') {
                 first = format!("{first} {}", lines.next().unwrap_or_default());
             }
-            eprintln!("memrelay: error: {first} (see --help)");
+            eprintln!("memrelay: error: {} (see --help)", memrelay::printable(&first));
             return ExitCode::from(2);
         }
     };
     let settings = match args.into_settings() {
         Ok(settings) => settings,
         Err(message) => {
-            eprintln!("memrelay: error: {message}");
+            eprintln!("memrelay: error: {}", memrelay::printable(&message));
             return ExitCode::from(2);
         }
     };
+    // The checks a start makes before it binds anything: --check-config runs them too, and a
+    // start they refuse exits 2 (bad input) like a bad option.
+    if let Err(error) = memrelay::validate(&settings) {
+        eprintln!("memrelay: error: {}", memrelay::printable(&error.to_string()));
+        return ExitCode::from(2);
+    }
     if let Some(file) = expanded.check_only {
         let servers: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
         println!("memrelay: {} is valid: {} servers ({})", file.display(), servers.len(), servers.join(", "));
@@ -59,8 +65,14 @@ fn main() -> ExitCode {
     match memrelay::run_reloading(settings, reload) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("memrelay: error: {error}");
-            ExitCode::FAILURE
+            eprintln!("memrelay: error: {}", memrelay::printable(&error.to_string()));
+            // Bad input exits 2, as a bad option does; a start the machine refused (a port in
+            // use), 1.
+            if error.is_configuration() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -63,6 +63,7 @@ pub(crate) fn watch(source: Source, target: Target, shutdown: Arc<AtomicBool>) -
 /// generation's number.
 pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
     for (option, was, now) in needs_restart(&target.started, next) {
+        let (was, now) = (crate::log_limit::printable(&was), crate::log_limit::printable(&now));
         eprintln!("memrelay: reload: {option} changed ({was} -> {now}) but takes a restart; keeping {was}");
     }
     let before = target.current.get();
@@ -121,6 +122,7 @@ pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
 }
 
 fn refuse(target: &Target, problem: &str) {
+    let problem = crate::log_limit::printable(problem);
     eprintln!("memrelay: reload refused: {problem}; generation {} stays in force", target.current.number());
 }
 
@@ -134,7 +136,7 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
             changed.push((option, a, b));
         }
     };
-    compare("listen", &was.listen.addr, &now.listen.addr);
+    compare("listen", &was.listen.as_ref().map(|l| l.addr), &now.listen.as_ref().map(|l| l.addr));
     compare("engine", &was.engine.kind.name(), &now.engine.kind.name());
     compare("workers", &was.engine.workers, &now.engine.workers);
     compare("threads", &was.engine.threads, &now.engine.threads);

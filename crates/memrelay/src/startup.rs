@@ -70,6 +70,14 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the configuration itself is refused (bad input: exit status 2), rather than the
+    /// start failing on the machine (a port taken, no threads).
+    pub fn is_configuration(&self) -> bool {
+        matches!(self, Error::Routing(_) | Error::Access(_) | Error::ServerTls(_))
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

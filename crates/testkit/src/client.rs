@@ -56,6 +56,37 @@ impl Client {
         Client { stream, buf: Vec::new() }
     }
 
+    /// Connects to `addr` from the local address `source` (any of 127.0.0.0/8 on loopback: a
+    /// client that looks like another peer).
+    pub fn connect_from(addr: &str, source: &str) -> Client {
+        let addr: SocketAddr = addr.parse().expect("address");
+        let source: std::net::IpAddr = source.parse().expect("source address");
+        // std cannot bind a socket before connecting it: libc does both.
+        let stream = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket");
+            let to_sockaddr = |ip: std::net::IpAddr, port: u16| {
+                let std::net::IpAddr::V4(v4) = ip else { panic!("IPv4 only") };
+                libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: port.to_be(),
+                    sin_addr: libc::in_addr { s_addr: u32::from(v4).to_be() },
+                    sin_zero: [0; 8],
+                }
+            };
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let local = to_sockaddr(source, 0);
+            assert_eq!(libc::bind(fd, &local as *const _ as *const libc::sockaddr, len), 0, "bind {source}");
+            let remote = to_sockaddr(addr.ip(), addr.port());
+            assert_eq!(libc::connect(fd, &remote as *const _ as *const libc::sockaddr, len), 0, "connect {addr}");
+            <TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd)
+        };
+        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Client { stream, buf: Vec::new() }
+    }
+
     pub fn set_read_timeout(&self, timeout: Duration) {
         self.stream.set_read_timeout(Some(timeout)).unwrap();
     }

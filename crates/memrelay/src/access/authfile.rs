@@ -3,7 +3,13 @@
 //! line's end (`\r` or `\n`; it may hold `:` and spaces). Read as memcached 1.6's
 //! `authfile_load` reads it, so a file memcached takes means the same here; where memcached is
 //! silent about a problem memrelay refuses the file instead (a line too long, which memcached
-//! cuts at 255 bytes; more than 8 users, past which memcached ignores the rest).
+//! cuts at 255 bytes). memcached ignores the users past its 8th; memrelay takes up to
+//! [`MAX_USERS`].
+//!
+//! memcached loads lines no login can match, because a login sends the user and the password
+//! as two space-separated words: an empty user (`:pw`), an empty password (`alice:`), a password
+//! with a space (`bob:two words`). memrelay loads them too (so the file means the same) and
+//! names them in a warning ([`Users::unusable`]).
 
 use std::path::Path;
 
@@ -73,6 +79,29 @@ impl Users {
         self.entries.is_empty()
     }
 
+    /// The entries no login can ever match, each as a warning (an empty user or password, a
+    /// space in either: memcached's login is `user password`, two space-separated words).
+    pub fn unusable(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (number, (user, password)) in self.entries.iter().enumerate() {
+            let why = if user.is_empty() {
+                "its user is empty"
+            } else if password.is_empty() {
+                "its password is empty"
+            } else if user.contains(&b' ') || password.contains(&b' ') {
+                "it holds a space (a login is two space-separated words)"
+            } else {
+                continue;
+            };
+            warnings.push(format!(
+                "entry {} ({}) can never log in, as with memcached -Y: {why}",
+                number + 1,
+                user.escape_ascii()
+            ));
+        }
+        warnings
+    }
+
     /// The user names, in the file's order.
     pub fn names(&self) -> impl Iterator<Item = &[u8]> {
         self.entries.iter().map(|(u, _)| &u[..])
@@ -105,6 +134,12 @@ mod tests {
         assert_eq!(users.check(b"alice", b"secret "), None);
         assert_eq!(users.check(b"bob", b"pa"), None);
         assert_eq!(users.names().collect::<Vec<_>>(), [&b"alice"[..], b"bob", b"carol", b"last"]);
+        // Entries memcached loads but no login matches are named.
+        let warnings = users.unusable();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("entry 2 (bob)") && warnings[0].contains("space"), "{warnings:?}");
+        assert!(warnings[1].contains("entry 3 (carol)") && warnings[1].contains("empty"), "{warnings:?}");
+        assert!(Users::parse(b":pw\n").unwrap().unusable()[0].contains("user is empty"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! else the client sends `set <any key> <flags> <exptime> <n>\r\n<user> <password>\r\n` and is
 //! answered `STORED` (in) or `CLIENT_ERROR authentication failure`; every other request of an
 //! unauthenticated connection is answered `CLIENT_ERROR unauthenticated`. Read exactly as
-//! memcached 1.6.18's `try_read_command_asciiauth` reads it (the installed memcached is the
+//! memcached 1.6.18's `try_read_command_asciiauth` reads it (the block's first two space-separated
+//! words are the user and the password) (the installed memcached is the
 //! reference of the tests), with one bound memcached 1.6.18 lacks and later versions add: a
 //! token over 16 KiB is refused (`CLIENT_ERROR auth token too long`) instead of buffered.
 
@@ -68,9 +69,15 @@ pub fn login<'a>(pending: &'a [u8], users: &'a Users) -> Login<'a> {
     if !data.ends_with(b"\r\n") {
         return refuse(BAD_TERMINATION, consumed);
     }
-    // memcached looks for the space in the whole block, `\r\n` included (which holds none).
-    let Some(space) = data.iter().position(|&b| b == b' ') else { return refuse(BAD_FORMAT, consumed) };
-    match users.check(&data[..space], &data[space + 1..block - 2]) {
+    // memcached ends the block at its `\r\n` (and at a NUL: a C string) and reads it with the
+    // command tokenizer: the user is the first space-separated word, the password the second
+    // (runs of spaces are one separator; leading and trailing spaces and further words are left
+    // out). Fewer than two words is a bad format; an empty user or password can never be sent.
+    let token = &data[..block - 2];
+    let token = &token[..token.iter().position(|&b| b == 0).unwrap_or(token.len())];
+    let mut words = token.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    let (Some(user), Some(password)) = (words.next(), words.next()) else { return refuse(BAD_FORMAT, consumed) };
+    match users.check(user, password) {
         Some(user) => Login::Answer { reply: Reply::Stored, consumed, user: Some(user) },
         None => refuse(FAILURE, consumed),
     }
@@ -81,7 +88,7 @@ mod tests {
     use super::*;
 
     fn users() -> Users {
-        Users::parse(b"alice:secret\nbob:two words\n").unwrap()
+        Users::parse(b"alice:secret\nbob:two-words\nops:ops pw\nempty:\n:nouser\n").unwrap()
     }
 
     fn answer(bytes: &[u8]) -> (Reply, usize, Option<Vec<u8>>) {
@@ -95,8 +102,12 @@ mod tests {
     fn the_set_carrying_user_and_password_logs_in() {
         let request = b"set auth 0 0 12\r\nalice secret\r\nget a\r\n";
         assert_eq!(answer(request), (Reply::Stored, 31, Some(b"alice".to_vec())));
-        // The password is the rest of the block, spaces included.
-        assert_eq!(answer(b"set x 1 2 13\r\nbob two words\r\n").2, Some(b"bob".to_vec()));
+        // The user and password are the block's first two space-separated words.
+        assert_eq!(answer(b"set x 1 2 13\r\nbob two-words\r\n").2, Some(b"bob".to_vec()));
+        assert_eq!(answer(b"set x 0 0 13\r\nalice  secret\r\n").2, Some(b"alice".to_vec()));
+        assert_eq!(answer(b"set x 0 0 14\r\n alice secret \r\n").2, Some(b"alice".to_vec()));
+        assert_eq!(answer(b"set x 0 0 18\r\nalice secret extra\r\n").2, Some(b"alice".to_vec()));
+        assert_eq!(answer(b"set x 0 0 14\r\nalice secret\0x\r\n").2, Some(b"alice".to_vec()));
         // Extra tokens (noreply) and a bare `\n` line end are read as memcached reads them.
         assert_eq!(answer(b"set x 0 0 12 noreply\nalice secret\r\n").0, Reply::Stored);
     }
@@ -111,6 +122,12 @@ mod tests {
         assert_eq!(answer(b"set a 0 0 12\r\nalice secreT\r\n"), (Reply::ClientError(FAILURE), 28, None));
         assert_eq!(answer(b"set a 0 0 11\r\nalicesecret\r\n").0, Reply::ClientError(BAD_FORMAT));
         assert_eq!(answer(b"set a 0 0 3\r\na b\n\n").0, Reply::ClientError(BAD_TERMINATION));
+        // A password with a space, an empty password or user: memcached's file holds them, its
+        // tokenizer never sends them.
+        assert_eq!(answer(b"set a 0 0 10\r\nops ops pw\r\n").0, Reply::ClientError(FAILURE));
+        assert_eq!(answer(b"set a 0 0 6\r\nempty \r\n").0, Reply::ClientError(BAD_FORMAT));
+        assert_eq!(answer(b"set a 0 0 7\r\n nouser\r\n").0, Reply::ClientError(BAD_FORMAT));
+        assert_eq!(answer(b"set a 0 0 3\r\n   \r\n").0, Reply::ClientError(BAD_FORMAT));
         assert_eq!(answer(b"set a 0 0 99999\r\n"), (Reply::ClientError(TOO_LONG), 17, None));
     }
 

@@ -5,6 +5,7 @@
 //! - [`authfile`]: the users of a `memcached -Y` auth file.
 //! - [`login`]: the `set` that carries `user password`, read as memcached reads it.
 //! - [`check`]: the one decision per parsed request, before routing, shared by both engines.
+//! - [`throttle`]: failed logins counted per peer address and slowed down.
 //!
 //! [`Access`] holds the policy in force (replaced whole by a reload: the auth file and the rules
 //! are read again on SIGHUP) and the counters of what was refused; each client session keeps a
@@ -13,6 +14,7 @@
 pub mod authfile;
 pub mod check;
 pub mod login;
+pub mod throttle;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -142,6 +144,11 @@ impl Policy {
     /// The policy `settings` describe (the auth file is read now).
     pub fn build(settings: &AccessSettings, number: u64) -> Result<Policy, String> {
         let users = settings.auth_file.as_deref().map(Users::load).transpose()?;
+        if let (Some(users), Some(path)) = (&users, &settings.auth_file) {
+            for warning in users.unusable() {
+                eprintln!("memrelay: warning: auth file {}: {warning}", path.display());
+            }
+        }
         let rules = Rules::new(&settings.rules, users.is_some() || settings.certificate_identities)?;
         let max_keys_per_get = settings.max_keys_per_get.unwrap_or(usize::MAX);
         let open = users.is_none()
@@ -233,13 +240,15 @@ pub struct Guard {
     user: Option<Arc<str>>,
     /// The rule for `user` under `policy`.
     rule: Rule,
+    /// Failed password checks on this connection ([`throttle::MAX_PER_CONNECTION`]).
+    failures: u32,
 }
 
 impl Guard {
     pub fn new(access: &Access) -> Guard {
         let policy = access.get();
         let rule = policy.rules.for_identity(None).clone();
-        Guard { policy, user: None, rule }
+        Guard { policy, user: None, rule, failures: 0 }
     }
 
     /// Picks up a newer policy (one atomic load when there is none).
@@ -261,17 +270,31 @@ impl Guard {
 
     /// Before logging in (when the policy asks for it): what the connection's next bytes are
     /// answered, as memcached `-Y` answers them. `None` once logged in or when no login is asked.
-    pub fn login(&mut self, pending: &[u8], peer: impl Fn() -> String) -> Option<LoginStep> {
+    /// Beyond memcached, failed logins are counted per peer and throttled ([`throttle`]).
+    pub fn login(&mut self, pending: &[u8], peer: Option<SocketAddr>) -> Option<LoginStep> {
         let users = self.policy.users.as_ref()?;
         if self.user.is_some() {
             return None;
         }
+        let ip = peer.map(|p| p.ip());
         Some(match login::login(pending, users) {
             Login::Wait => LoginStep::Wait,
             Login::Close => LoginStep::Close,
+            // A password to check, from an address out of checks: refused unchecked, closed.
+            Login::Answer {
+                reply: login::Reply::Stored | login::Reply::ClientError(login::FAILURE), consumed, ..
+            } if !throttle::may_check(ip, std::time::Instant::now()) => {
+                let failures = throttle::failed(ip, std::time::Instant::now());
+                let what = format!(
+                    "answered CLIENT_ERROR {} unchecked and closed: {failures} failed logins from this address (throttled)",
+                    login::FAILURE
+                );
+                count_denial(Reason::AuthFailure, &peer_name(peer), &what);
+                LoginStep::Answer { reply: ErrorReply::Client(login::FAILURE), consumed, close: true }
+            }
             Login::Answer { reply: login::Reply::Stored, consumed, user: Some(user) } => {
                 self.log_in(String::from_utf8_lossy(user).into());
-                LoginStep::Answer { reply: ErrorReply::Line(login::STORED), consumed }
+                LoginStep::Answer { reply: ErrorReply::Line(login::STORED), consumed, close: false }
             }
             Login::Answer { reply, consumed, .. } => {
                 let (reason, text) = match reply {
@@ -281,8 +304,18 @@ impl Guard {
                     login::Reply::ClientError(text) => (Reason::AuthFailure, text),
                     login::Reply::Stored => (Reason::AuthFailure, login::FAILURE),
                 };
-                count_denial(reason, &peer(), &format!("answered CLIENT_ERROR {text}"));
-                LoginStep::Answer { reply: ErrorReply::Client(text), consumed }
+                let mut close = false;
+                let mut what = format!("answered CLIENT_ERROR {text}");
+                if text == login::FAILURE {
+                    throttle::failed(ip, std::time::Instant::now());
+                    self.failures += 1;
+                    if self.failures >= throttle::MAX_PER_CONNECTION {
+                        close = true;
+                        what.push_str(&format!(" and closed ({} failed logins on the connection)", self.failures));
+                    }
+                }
+                count_denial(reason, &peer_name(peer), &what);
+                LoginStep::Answer { reply: ErrorReply::Client(text), consumed, close }
             }
         })
     }
@@ -317,7 +350,13 @@ impl Guard {
 pub enum LoginStep {
     Wait,
     Close,
-    Answer { reply: ErrorReply, consumed: usize },
+    /// Answer `reply`, consume `consumed` bytes; `close`: then close the connection (too many
+    /// failed logins).
+    Answer {
+        reply: ErrorReply,
+        consumed: usize,
+        close: bool,
+    },
 }
 
 /// A peer address for log lines.

@@ -161,6 +161,12 @@ impl LocalAnswers {
         for reason in Reason::ALL {
             compose::stat(out, &format!("access_denied_{}", reason.name()), access::denied(reason));
         }
+        // Failed logins by peer address (bounded: see access::throttle), and those refused
+        // unchecked.
+        compose::stat(out, "login_throttled", access::throttle::throttled());
+        for (peer, failures) in access::throttle::failures_by_peer() {
+            compose::stat(out, &format!("login_failures:{peer}"), failures);
+        }
         compose::stat(out, "conn_yields", access::yields());
         for (i, name) in names.iter().enumerate() {
             compose::stat(out, &format!("server_{i}_address"), name);

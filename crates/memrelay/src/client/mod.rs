@@ -129,9 +129,7 @@ impl<E> Session<E> {
         if !self.framing.started() && binary::starts_binary(self.io.pending()) {
             return None;
         }
-        let socket = &self.socket;
-        let peer = || access::peer_name(socket.peer_addr().ok());
-        match self.guard.login(self.io.pending(), peer)? {
+        match self.guard.login(self.io.pending(), self.socket.peer_addr().ok())? {
             LoginStep::Wait => Some(Next::Wait),
             LoginStep::Close => {
                 self.closing = true;
@@ -139,8 +137,11 @@ impl<E> Session<E> {
                 self.io.consume(pending);
                 Some(Next::Invalid(None))
             }
-            LoginStep::Answer { reply, consumed } => {
+            LoginStep::Answer { reply, consumed, close } => {
                 self.framing.start();
+                // Closing: whatever else the client sent is not read.
+                let consumed = if close { self.io.pending().len() } else { consumed };
+                self.closing |= close;
                 self.io.consume(consumed);
                 Some(Next::Invalid(Some(reply)))
             }
@@ -152,6 +153,16 @@ impl<E> Session<E> {
     pub fn has_request_buffered(&self, limits: &Limits) -> bool {
         !self.pending().is_empty() && !matches!(parse_request(self.pending(), limits), Parse::Incomplete)
     }
+}
+
+/// Logs a client certificate that names no usable identity (at most one line a second).
+fn log_unusable_certificate(peer: &str) {
+    static LOG: crate::log_limit::OncePerSecond = crate::log_limit::OncePerSecond::new();
+    let Some(others) = LOG.admit() else { return };
+    let others = if others > 0 { format!(" ({others} more since the last line)") } else { String::new() };
+    eprintln!(
+        "memrelay: {peer}: its client certificate names no usable identity (empty, over 250 bytes, a space or a control character): the connection has none, and gets what the `*` rule grants (without one: no key){others}"
+    );
 }
 
 /// Asks for writable events on a client socket, or stops asking.
@@ -195,14 +206,16 @@ pub(crate) struct ClientSide<E> {
 impl<E> ClientSide<E> {
     pub fn new(
         registry: &Registry,
-        mut listener: TcpListener,
+        mut listener: Option<TcpListener>,
         limits: Limits,
         max_clients: usize,
         local: LocalAnswers,
     ) -> std::io::Result<ClientSide<E>> {
-        registry.register(&mut listener, LISTENER, Interest::READABLE)?;
+        if let Some(listener) = &mut listener {
+            registry.register(listener, LISTENER, Interest::READABLE)?;
+        }
         Ok(ClientSide {
-            listener: Some(listener),
+            listener,
             tls_listener: None,
             handshakes: VecDeque::new(),
             sessions: Slab::with_capacity(1024),
@@ -334,8 +347,10 @@ impl<E> ClientSide<E> {
                 let paused = tls.read(&session.socket, &mut session.io, to_eof, limit);
                 let peer = || access::peer_name(session.socket.peer_addr().ok());
                 if let Some(identity) = tls.take_identity() {
-                    if let Some(name) = identity {
-                        session.guard.certified(name.into());
+                    match identity {
+                        Ok(Some(name)) => session.guard.certified(name.into()),
+                        Ok(None) => {}
+                        Err(()) => log_unusable_certificate(&peer()),
                     }
                 } else if let Some(failure) = tls.take_failure() {
                     access::count_denial(access::Reason::TlsHandshake, &peer(), &format!("TLS handshake: {failure}"));

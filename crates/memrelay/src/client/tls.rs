@@ -126,13 +126,18 @@ impl TlsSession {
     }
 
     /// Once the handshake is done: `Some` the first time, with the identity the client's
-    /// certificate names (or `None` inside when it sent none or it names none).
-    pub fn take_identity(&mut self) -> Option<Option<String>> {
+    /// certificate names (`Ok(None)` when it sent none; `Err(())` when it sent one that names
+    /// no usable identity: the connection has none, and gets what the rules give no identity).
+    #[allow(clippy::result_unit_err)]
+    pub fn take_identity(&mut self) -> Option<Result<Option<String>, ()>> {
         if self.identity_taken || self.conn.is_handshaking() {
             return None;
         }
         self.identity_taken = true;
-        Some(self.conn.peer_certificates().and_then(|chain| chain.first()).and_then(|leaf| certificate_identity(leaf)))
+        Some(match self.conn.peer_certificates().and_then(|chain| chain.first()) {
+            None => Ok(None),
+            Some(leaf) => certificate_identity(leaf).map(Some).ok_or(()),
+        })
     }
 
     /// Why the handshake failed, once.

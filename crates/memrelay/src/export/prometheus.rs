@@ -99,6 +99,21 @@ impl Collector for Sources {
             "successful logins (ASCII authentication)",
             crate::access::logins(),
         )?;
+        let failures = crate::access::throttle::failures_by_peer();
+        let failures: Vec<(Vec<(&str, &str)>, u64)> =
+            failures.iter().map(|(peer, n)| (vec![("peer", peer.as_str())], *n)).collect();
+        counter(
+            &mut encoder,
+            "memrelay_login_failures",
+            "failed logins (ASCII authentication) by peer address; `other`: past the 256 addresses counted one by one",
+            &failures,
+        )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_logins_throttled",
+            "logins refused unchecked: their address had failed too often",
+            crate::access::throttle::throttled(),
+        )?;
         self.encode_requests(&mut encoder)?;
         self.encode_servers(&mut encoder)?;
         encode_cpu(&mut encoder)

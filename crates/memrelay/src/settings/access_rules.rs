@@ -77,6 +77,15 @@ impl Rule {
         self.prefixes.as_ref().is_none_or(|prefixes| prefixes.iter().any(|p| key.starts_with(p)))
     }
 
+    /// What a connection without an identity may do when identities exist and no `*` rule says
+    /// otherwise: no key (requests without a key, `version`, `stats`, `mn`, are answered), no
+    /// admin command. So a client that could not be identified (the plain listener beside a TLS
+    /// listener taking certificates; a certificate without a usable name) is never let in
+    /// silently.
+    pub fn nothing() -> Rule {
+        Rule { identity: FALLBACK.into(), prefixes: Some(Vec::new()), read_only: false, admin: 0 }
+    }
+
     /// Whether nothing is ever refused by this rule (the check can be skipped).
     pub fn allows_everything(&self) -> bool {
         *self == Rule { identity: self.identity.clone(), ..Rule::everything() }
@@ -173,11 +182,20 @@ impl Rule {
     }
 }
 
-/// The rules by identity, with the one that applies to an identity without its own.
+/// The rules by identity, with the one that applies to an identity without its own and the one
+/// that applies to a connection without an identity.
+///
+/// | identities exist (auth file or client certificates) | `*` rule | identity with no rule | no identity |
+/// |---|---|---|---|
+/// | no  | none  | everything           | everything            |
+/// | no  | given | `*`                  | `*`                   |
+/// | yes | none  | every key, no admin  | nothing (no key)      |
+/// | yes | given | `*`                  | `*`                   |
 #[derive(Debug, Clone)]
 pub struct Rules {
     by_identity: HashMap<Vec<u8>, Rule>,
     fallback: Rule,
+    anonymous: Rule,
 }
 
 impl Rules {
@@ -202,13 +220,22 @@ impl Rules {
                     .into(),
             );
         }
+        let anonymous = fallback.clone().unwrap_or_else(|| match authenticated {
+            true => Rule::nothing(),
+            false => Rule::everything(),
+        });
         let fallback = fallback.unwrap_or_else(|| if authenticated { Rule::no_admin() } else { Rule::everything() });
-        Ok(Rules { by_identity, fallback })
+        Ok(Rules { by_identity, fallback, anonymous })
     }
 
-    /// The rule for `identity` (none: a connection that did not log in, when none must).
+    /// The rule for `identity`; `None`: a connection without an identity (it did not log in,
+    /// when none must; a plain client beside certificate identities; a certificate without a
+    /// usable name): the `*` rule, else nothing when identities exist, else everything.
     pub fn for_identity(&self, identity: Option<&[u8]>) -> &Rule {
-        identity.and_then(|name| self.by_identity.get(name)).unwrap_or(&self.fallback)
+        match identity {
+            Some(name) => self.by_identity.get(name).unwrap_or(&self.fallback),
+            None => &self.anonymous,
+        }
     }
 
     /// The identities with a rule of their own.
@@ -267,6 +294,13 @@ mod tests {
         assert!(Rules::new(&[], false).unwrap().for_identity(None).allows_everything());
         let star = Rule::parse(r#"identity = "*", read_only = true"#).unwrap();
         assert!(Rules::new(std::slice::from_ref(&star), false).unwrap().for_identity(None).read_only);
+        // With identities, a connection without one gets no key unless `*` grants it.
+        let none = Rules::new(std::slice::from_ref(&a), true).unwrap();
+        assert!(!none.for_identity(None).allows_key(b"a:1") && !none.for_identity(None).grants(Admin::Stats));
+        assert!(!Rules::new(&[], true).unwrap().for_identity(None).allows_key(b"x"));
+        let open_star = Rule::parse(r#"identity = "*""#).unwrap();
+        let granted = Rules::new(&[a.clone(), open_star], true).unwrap();
+        assert!(granted.for_identity(None).allows_key(b"b:1"));
         assert!(Rules::new(std::slice::from_ref(&a), false).unwrap_err().contains("--auth-file"));
         assert!(Rules::new(&[a.clone(), a], true).unwrap_err().contains("two access rules"));
         assert!(Rules::new(&[star.clone(), star], true).is_err());

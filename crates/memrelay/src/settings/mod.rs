@@ -37,6 +37,9 @@ pub struct Endpoint {
     pub weight: u32,
 }
 
+/// The longest `--server` value taken (a name the ketama ring can hash is far shorter).
+pub const MAX_SERVER_SPEC: usize = 1024;
+
 impl Endpoint {
     /// `host:port`, resolved; weight 1, no name.
     pub fn resolve(address: &str) -> Result<Endpoint, String> {
@@ -51,6 +54,13 @@ impl Endpoint {
     /// A server as `--server` takes it, twemproxy's form with both parts optional:
     /// `HOST:PORT[:WEIGHT] [NAME]` (an IPv6 host in brackets).
     pub fn server(spec: &str) -> Result<Endpoint, String> {
+        // Logged and shown in `stats` and the metrics: no control character may forge a line.
+        if spec.contains(char::is_control) {
+            return Err("a server may not hold control characters (newline, tab, ESC, ...)".into());
+        }
+        if spec.len() > MAX_SERVER_SPEC {
+            return Err(format!("a server is at most {MAX_SERVER_SPEC} bytes, address and name"));
+        }
         let spec = spec.trim();
         let (address, label) = match spec.split_once(' ') {
             Some((address, label)) => (address, Some(label.trim())),
@@ -72,6 +82,9 @@ impl Endpoint {
             return Err("the name after the address must be one word".into());
         }
         let mut endpoint = Endpoint::resolve(address)?;
+        if endpoint.addr.port() == 0 {
+            return Err("port 0 is no server's port".into());
+        }
         endpoint.weight = weight;
         if let Some(label) = label {
             endpoint.name = label.to_string();
@@ -89,7 +102,8 @@ impl Endpoint {
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub listen: Endpoint,
+    /// The plain listener; `None` (`--listen none`): clients come through the TLS listener only.
+    pub listen: Option<Endpoint>,
     /// The servers, in their order (which breaks ties on the ring and numbers them in `stats`).
     pub servers: Vec<Endpoint>,
     pub engine: EngineSettings,
@@ -331,7 +345,7 @@ impl Settings {
     /// The settings as `summary.json` reports them.
     pub fn describe(&self) -> Value {
         json!({
-            "listen": self.listen.name,
+            "listen": self.listen.as_ref().map_or("none", |l| l.name.as_str()),
             "servers": self.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
             "engine": self.engine.kind.name(),
             "workers": self.engine.workers,

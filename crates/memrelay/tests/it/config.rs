@@ -13,7 +13,7 @@ fn check(file_text: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memrelay.toml");
     std::fs::write(&path, file_text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_memrelay")).arg("--check-config").arg(&path).output().unwrap();
+    let out = Command::new(memrelay_binary()).arg("--check-config").arg(&path).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -62,4 +62,69 @@ fn a_config_file_runs_memrelay_and_the_command_line_overrides_it(engine: &str) {
     for server in &servers {
         assert_eq!(server.get_raw("k").as_deref(), Some(&b"v"[..]));
     }
+}
+
+/// What a start refuses, --check-config refuses too (the same checks run), with exit status 2 and
+/// one line in which no control character of the input survives; a start refused for bad input
+/// exits 2 as well (issue 32, item 9).
+#[test]
+fn check_config_refuses_what_a_start_refuses_and_bad_input_exits_2() {
+    let long_name = "n".repeat(1_000_000);
+    let ring_name = "r".repeat(200);
+    let cases: Vec<(String, &str)> = vec![
+        ("servers = [\"127.0.0.1:0\"]\n".into(), "port 0"),
+        (format!("servers = [\"127.0.0.1:11211 {long_name}\"]\n"), "at most 1024 bytes"),
+        // Short enough to parse, too long for the ketama ring a start builds.
+        (format!("servers = [\"127.0.0.1:11211 {ring_name}\"]\n"), "ketama ring"),
+        ("servers = [\"127.0.0.1:11211 a\\nreload: generation 99 in force\"]\n".into(), "control characters"),
+        ("servers = [\"127.0.0.1:11211 a\\u001b[31mred\"]\n".into(), "control characters"),
+        (
+            "servers = [\"127.0.0.1:1\", \"127.0.0.1:2\"]\nfailover = true\n".into(),
+            "--failover needs --distribution ketama",
+        ),
+        ("servers = [\"127.0.0.1:1\"]\nauth_file = \"/nonexistent/users\"\n".into(), "auth file"),
+    ];
+    let (code, _, stderr) = check("servers = [\"127.0.0.1:1\"]\nlisten = \"none\"\n");
+    assert!(code == 2 && stderr.contains("--listen none needs --tls-listen"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    for (text, words) in &cases {
+        let (code, _, stderr) = check(text);
+        let shown = &text[..text.len().min(120)];
+        assert_eq!(code, 2, "{shown}: {stderr}");
+        assert!(stderr.contains(words), "{shown}: {}", &stderr[..stderr.len().min(500)]);
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(!stderr.contains('\u{1b}') && stderr.len() < 4096, "{}", &stderr[..stderr.len().min(500)]);
+        // A start with the same file: refused the same way, exit 2, before anything listens.
+        let path = dir.path().join("start.toml");
+        std::fs::write(&path, text).unwrap();
+        let listen = format!("127.0.0.1:{}", free_port());
+        let (status, said) = run_memrelay(&["--config", path.to_str().unwrap(), "--listen", &listen]);
+        assert_eq!(status.code(), Some(2), "{shown}: {said}");
+        assert!(said.contains(words) && said.lines().count() == 1, "{shown}: {}", &said[..said.len().min(500)]);
+    }
+    // Failover with ketama is taken; with `all`, a write policy that repairs fails over by itself.
+    let (code, _, stderr) =
+        check("servers = [\"127.0.0.1:1\", \"127.0.0.1:2\"]\ndistribution = \"ketama\"\nfailover = true\n");
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = check("servers = [\"127.0.0.1:1\", \"127.0.0.1:2\"]\nwrite_policy = \"majority\"\n");
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// A reload whose file names a server with a newline is refused in one line: the newline is
+/// escaped, so it cannot forge a second (`reload: generation 99 in force`).
+#[test]
+fn a_refused_reload_cannot_forge_a_log_line() {
+    let server = Memcached::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memrelay.toml");
+    std::fs::write(&path, format!("servers = [\"{}\"]\n", server.addr())).unwrap();
+    let relay = Memrelay::start_addrs("evented", &[], &["--config", path.to_str().unwrap()]);
+    std::fs::write(&path, format!("servers = [\"{} a\\nmemrelay: reload: generation 99 in force\"]\n", server.addr()))
+        .unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(relay.pid() as libc::pid_t, libc::SIGHUP) }, 0);
+    assert!(wait_for(std::time::Duration::from_secs(10), || relay.stderr().contains("reload refused")));
+    let stderr = relay.stderr();
+    assert!(!stderr.lines().any(|l| l.starts_with("memrelay: reload: generation 99")), "{stderr}");
+    assert!(stderr.contains("a\\nmemrelay: reload: generation 99 in force"), "{stderr}");
 }

@@ -14,6 +14,7 @@ engine_matrix!(
     scripts_answer_as_memcached_sharded,
     scripts_answer_as_memcached_ketama,
     stats_groups_gather_every_server,
+    lines_that_never_fit_close_the_connection_as_memcached_closes_it,
 );
 
 /// Scripts of several requests each, sent whole (one request at a time too: [`requests`]).
@@ -122,6 +123,42 @@ fn large_scripts() -> Vec<Vec<u8>> {
     vec![set, quiet, meta, add]
 }
 
+/// Issue 32, item 8: lines over 2,048 bytes that end with a newline (served by memcached 1.6.18
+/// when they fit its 16 KiB read buffer), a long `mg` opaque (refused, connection kept), keys over
+/// 250 bytes and bad expiry times (memcached's error texts), lines with more tokens than the
+/// command takes.
+fn long_line_scripts() -> Vec<Vec<u8>> {
+    let keys: Vec<String> = (0..300).map(|i| format!("key{i:03}")).collect();
+    let keys = keys.join(" ");
+    let long_key = "k".repeat(251);
+    let many = (0..12).map(|i| i.to_string()).collect::<Vec<_>>().join(" ");
+    let texts = [
+        format!("gat 0 k {keys} n\r\n"),
+        format!("gats 100 {keys} k\r\nget k\r\n"),
+        format!("mg k v O{}\r\nmg k v\r\n", "x".repeat(2100)),
+        format!("mg k v O{} k\r\n", "o".repeat(33)),
+        // One retrieval with a long key per script: memcached 1.6.18 drops the replies it has
+        // not yet sent on that connection when it refuses one (`conn_release_items`).
+        format!("get {long_key}\r\n"),
+        format!("get k {long_key}\r\n"),
+        format!("gets {long_key}\r\n"),
+        format!("gat 0 {long_key}\r\n"),
+        format!("gats 0 k {long_key}\r\n"),
+        format!("touch {long_key} 0\r\ndelete {long_key}\r\nincr {long_key} 1\r\ndecr {long_key} 1\r\n"),
+        format!("set {long_key} 0 0 1\r\nx\r\nappend {long_key} 0 0 1\r\nx\r\n"),
+        format!("mg {long_key} v\r\nmd {long_key}\r\n"),
+        "touch k abc\r\ntouch k 10x\r\ntouch k abc noreply\r\ntouch k -1\r\nget k\r\n".to_string(),
+        "flush_all abc\r\nflush_all abc noreply\r\nflush_all 1x\r\nget k\r\n".to_string(),
+        format!("delete k {many}\r\ntouch k {many}\r\nincr n {many}\r\nflush_all {many}\r\nget k\r\n"),
+        format!("verbosity {many}\r\nstats {many}\r\ncache_memlimit 100 {many}\r\n"),
+        format!("set k 0 0 1 {many}\r\nx\r\nget k\r\n"),
+        format!("foo {}\r\nget k\r\n", "x".repeat(3000)),
+        format!("set k 0 0 1{}\r\ny\r\nget k\r\n", " ".repeat(3000)),
+        format!("touch k 0{}\r\ndelete k{} noreply\r\nget k\r\n", " ".repeat(5000), " ".repeat(2500)),
+    ];
+    texts.into_iter().map(String::into_bytes).collect()
+}
+
 /// The requests of a script, each whole, split where memcached would read them: a line, and for
 /// storage commands whose data length reads as a number the data block after it (the scripts
 /// are written so a line's data block is exactly what its length says, or a bad-chunk case).
@@ -202,8 +239,8 @@ fn compare_scripts(engine: &str, mode: &[&str]) {
     let servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
     let refs: Vec<&Memcached> = servers.iter().collect();
     let relay = Memrelay::start(engine, &refs, mode);
-    let large = large_scripts();
-    let scripts = SCRIPTS.iter().copied().chain(large.iter().map(Vec::as_slice));
+    let (large, long) = (large_scripts(), long_line_scripts());
+    let scripts = SCRIPTS.iter().copied().chain(large.iter().chain(&long).map(Vec::as_slice));
     for script in scripts {
         for pipelined in [true, false] {
             // Fresh connections and the same starting state on both sides.
@@ -272,4 +309,25 @@ fn stats_of(client: &mut Client, group: &str) -> std::collections::HashMap<Strin
             Some((words.next()?.to_string(), words.next()?.to_string()))
         })
         .collect()
+}
+
+/// A line that can never be whole in memcached's 16 KiB read buffer (a `gat` line of 20,000
+/// bytes), or 3,000 bytes with no newline: memcached closes the connection without a word, and
+/// so does memrelay; a `get` line that long is served by both.
+fn lines_that_never_fit_close_the_connection_as_memcached_closes_it(engine: &str) {
+    let reference = Memcached::start();
+    let server = Memcached::start();
+    let relay = Memrelay::start(engine, &[&server], &[]);
+    let keys: Vec<String> = (0..2000).map(|i| format!("key{i:05}")).collect();
+    let keys = keys.join(" ");
+    for request in [format!("gat 0 {keys}\r\n").into_bytes(), format!("foo {}", "x".repeat(3000)).into_bytes()] {
+        let (mut direct, mut proxied) = (reference.client(), relay.client());
+        direct.send(&request);
+        proxied.send(&request);
+        let want = direct.closed_within(std::time::Duration::from_secs(5)).expect("memcached kept the connection");
+        let got = proxied.closed_within(std::time::Duration::from_secs(5)).expect("memrelay kept the connection");
+        assert_eq!(show(&got), show(&want), "{}", show(&request[..60]));
+    }
+    let get = format!("get {keys}\r\n");
+    assert_eq!(relay.client().get_reply(&get), reference.client().get_reply(&get));
 }

@@ -35,8 +35,8 @@ fn memcached_reads(buf: &[u8]) -> Result<Read, String> {
     if let Some(nul) = line.iter().position(|&b| b == 0) {
         line = &line[..nul];
     }
-    if line.len() > 2048 && !line.starts_with(b"get ") && !line.starts_with(b"gets ") {
-        // (memcached looks for the newline within the first 2048 bytes it has read.)
+    if newline + 1 > 16384 && !line.starts_with(b"get ") && !line.starts_with(b"gets ") {
+        // (a longer line never fits memcached's 16 KiB read buffer, where it looks for the newline.)
         return Err("memcached closes a connection on a non-get line this long".into());
     }
     // tokenize_command: split on single spaces, empty tokens skipped.

@@ -252,3 +252,107 @@ fn client_certificate_fuzz_seeds_replay_and_name_their_identities() {
         }
     }
 }
+
+/// Issue 32, item 5: with rules naming certificate identities, a client without an identity
+/// (the plain listener; a certificate whose name no rule could name) gets no key unless a `*`
+/// rule grants it, and nothing it asks reaches a server.
+#[test]
+fn a_client_without_an_identity_gets_no_key_unless_a_star_rule_grants_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new(dir.path(), "ca");
+    let server = Memcached::start();
+    server.set_raw("a:1", b"alice's");
+    server.set_raw("b:1", b"bob's");
+    let ca_file = ca.cert.to_str().unwrap().to_owned();
+    let rules = [
+        "--tls-client-ca",
+        &ca_file,
+        "--tls-client-auth",
+        "required",
+        "--access",
+        r#"{ identity = "tenant-a", prefixes = ["a:"] }"#,
+        "--access",
+        r#"{ identity = "tenant-b", prefixes = ["b:"] }"#,
+    ];
+    let (relay, port) = start(&ca, dir.path(), &[&server], &rules);
+    let (sets, gets) = (server.stats()["cmd_set"], server.stats()["cmd_get"]);
+    let refused = "CLIENT_ERROR key not allowed\r\n";
+    let mut plain = relay.client();
+    assert_eq!(plain.line(b"get a:1 b:1\r\n"), refused);
+    assert_eq!(plain.line(b"get b:1\r\n"), refused);
+    assert_eq!(plain.line(b"set b:1 0 0 4\r\nmine\r\n"), refused);
+    assert_eq!(plain.line(b"mg a:1 v\r\n"), refused);
+    assert_eq!(plain.line(b"flush_all\r\n"), "CLIENT_ERROR flush_all not allowed\r\n");
+    // Requests without a key are still answered.
+    assert!(plain.line(b"version\r\n").starts_with("VERSION "));
+    // A certificate whose name is not one word: no identity, the same answer.
+    let spaced = ca.issue_as(dir.path(), "spaced", "/CN=tenant a", "");
+    let mut odd = connect(port, &ca.cert, Some(&spaced)).expect("a CA-signed certificate is taken");
+    assert_eq!(ask(&mut odd, b"get a:1\r\n", b"\r\n"), refused);
+    assert_eq!(ask(&mut odd, b"set a:1 0 0 1\r\nx\r\n", b"\r\n"), refused);
+    assert!(wait_for(Duration::from_secs(5), || relay.stderr().contains("names no usable identity")));
+    assert_eq!(
+        (server.stats()["cmd_set"], server.stats()["cmd_get"]),
+        (sets, gets),
+        "a refused request reached the server"
+    );
+    // A named identity still gets its own keys.
+    let tenant = ca.issue_as(dir.path(), "tenant-a", "/CN=tenant-a", "");
+    let mut a = connect(port, &ca.cert, Some(&tenant)).unwrap();
+    assert_eq!(ask(&mut a, b"get a:1\r\n", b"END\r\n"), "VALUE a:1 0 7\r\nalice's\r\nEND\r\n");
+    drop(relay);
+    // A `*` rule grants what it says to every client without an identity.
+    let star = [&rules[..], &["--access", r#"{ identity = "*", prefixes = ["pub:"], read_only = true }"#]].concat();
+    server.set_raw("pub:1", b"news");
+    let (relay, _) = start(&ca, dir.path(), &[&server], &star);
+    let mut plain = relay.client();
+    assert_eq!(plain.get_reply("get pub:1\r\n"), b"VALUE pub:1 0 4\r\nnews\r\nEND\r\n");
+    assert_eq!(plain.line(b"get b:1\r\n"), refused);
+    assert_eq!(plain.line(b"set pub:1 0 0 1\r\nx\r\n"), "CLIENT_ERROR write not allowed\r\n");
+}
+
+/// `--listen none`: the TLS listener alone, so no client can skip the certificate.
+#[test]
+fn the_plain_listener_can_be_switched_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new(dir.path(), "ca");
+    let server = Memcached::start();
+    let Issued { cert, key } = ca.issue(dir.path(), "localhost", "DNS:localhost,IP:127.0.0.1");
+    let (plain_port, tls_port) = (free_port(), free_port());
+    let (plain, tls) = (format!("127.0.0.1:{plain_port}"), format!("127.0.0.1:{tls_port}"));
+    let ca_file = ca.cert.to_str().unwrap().to_owned();
+    let args = [
+        "--engine",
+        "evented",
+        "--server",
+        &server.addr(),
+        "--listen",
+        &plain,
+        "--listen",
+        "none",
+        "--tls-listen",
+        &tls,
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--tls-client-ca",
+        &ca_file,
+    ];
+    let mut child = std::process::Command::new(memrelay_binary())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = wait_listening(&mut child, tls_port, "memrelay");
+    let served = matches!(ready, Ready::Listening) && {
+        let client = ca.issue_as(dir.path(), "client", "/CN=client", "");
+        connect(tls_port, &ca.cert, Some(&client)).is_ok()
+    };
+    let plain_open = TcpStream::connect(&plain).is_ok();
+    kill_and_reap(&mut child);
+    assert!(served, "the TLS listener did not serve");
+    assert!(!plain_open, "the plain listener is on");
+}

@@ -1,7 +1,7 @@
 //! Commands about the server rather than a key: `flush_all`, `cache_memlimit`, `verbosity`,
 //! `version`, `quit`, `stats`.
 
-use crate::request::{Args, ErrorReply, Invalid, Request};
+use crate::request::{Args, ErrorReply, Invalid, Request, BAD_EXPTIME};
 use crate::{read_i32, read_u32, read_u64, Parse};
 
 /// `flush_all [delay] [noreply]`: the delay is read as memcached reads it (a signed number; a
@@ -12,9 +12,9 @@ pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
     }
     request.noreply = args.noreply_last();
     if args.len() > usize::from(request.noreply) {
-        match args.number(0, read_i32) {
-            Ok(delay) => request.exptime = delay.into(),
-            Err(invalid) => return Parse::Invalid(invalid),
+        match read_i32(args.get(0)) {
+            Some(delay) => request.exptime = delay.into(),
+            None => return args.bad(ErrorReply::Client(BAD_EXPTIME)),
         }
     }
     Parse::Complete(request)

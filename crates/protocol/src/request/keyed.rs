@@ -1,6 +1,6 @@
 //! Commands on one key without a data block: `delete`, `incr`/`decr`, `touch`.
 
-use crate::request::{Args, ErrorReply, Invalid, Request};
+use crate::request::{Args, ErrorReply, Invalid, Request, BAD_EXPTIME};
 
 const DELETE_USAGE: &str = "bad command line format.  Usage: delete <key> [noreply]";
 use crate::{read_i32, read_u64, Parse};
@@ -43,7 +43,8 @@ pub(super) fn touch(request: Request, args: &Args) -> Parse<Request> {
         return args.wrong_count();
     }
     complete(request, args, |request| {
-        request.exptime = args.number(1, read_i32)?.into();
+        let exptime = read_i32(args.get(1));
+        request.exptime = exptime.ok_or_else(|| args.refusal(ErrorReply::Client(BAD_EXPTIME)))?.into();
         request.noreply = args.len() == 3 && args.noreply_last();
         Ok(())
     })

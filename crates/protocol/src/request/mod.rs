@@ -16,7 +16,7 @@ mod storage;
 
 pub use meta::{Meta, META_FLAG_MAX_TOKENS};
 
-use crate::limits::{Limits, MAX_KEY_LEN};
+use crate::limits::{Limits, MAX_KEY_LEN, MAX_WHOLE_LINE_LEN};
 use crate::{find_newline, tokens, trim_cr, Parse};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -285,7 +285,10 @@ impl Invalid {
 }
 
 pub(crate) const BAD_FORMAT: &str = "bad command line format";
-pub(crate) const KEY_TOO_LONG: &str = "key too long";
+/// A key over 250 bytes: memcached 1.6.18's words for it.
+pub(crate) const KEY_TOO_LONG: &str = BAD_FORMAT;
+/// A `touch`, `gat` or `flush_all` whose expiry is not a number (memcached 1.6.18's words).
+pub(crate) const BAD_EXPTIME: &str = "invalid exptime argument";
 pub(crate) const BAD_DATA_CHUNK: &str = "bad data chunk";
 const LINE_TOO_LONG: &str = "line too long";
 pub const TOO_LARGE: &str = "object too large for cache";
@@ -293,25 +296,31 @@ pub const TOO_LARGE: &str = "object too large for cache";
 /// Parses one request from the start of `buf`: frames the line, finds the command, and hands
 /// the arguments to the command's family.
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
-    let max_line = if is_multiget_line(buf) { limits.max_get_line_len } else { limits.max_line_len };
+    let multiget = is_multiget_line(buf);
+    let max_line = if multiget { limits.max_get_line_len } else { limits.max_line_len };
+    // Closed as memcached closes it, without a word; but a get line over memrelay's own bound
+    // (memcached has none) is told why.
+    let silent = !multiget;
     let Some(newline) = find_newline(buf) else {
         if buf.len() > max_line {
             return Parse::Invalid(Invalid {
                 reply: ErrorReply::Client(LINE_TOO_LONG),
                 skip: buf.len(),
                 close: true,
-                silent: false,
+                silent,
             });
         }
         return Parse::Incomplete;
     };
     let line_end = newline + 1;
-    if newline > max_line {
+    // A whole line is read as memcached reads it when its newline is in memcached's read buffer.
+    let max_whole = if multiget { max_line } else { max_line.max(MAX_WHOLE_LINE_LEN) };
+    if line_end > max_whole {
         return Parse::Invalid(Invalid {
             reply: ErrorReply::Client(LINE_TOO_LONG),
             skip: line_end,
             close: true,
-            silent: false,
+            silent,
         });
     }
     // memcached reads a line as a C string: a NUL ends it, whatever follows on the line is not
@@ -333,7 +342,19 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
         return meta::parse(request, toks, buf, limits);
     }
     let Some(args) = Args::collect(toks, line_end) else {
-        return Invalid::line(ErrorReply::Client(BAD_FORMAT), line_end);
+        // More tokens than any of these commands takes: memcached's tokenizer stops at 24 and its
+        // dispatch finds no form with that many, `ERROR` (`version` and `quit` look at none).
+        return match command {
+            Command::Version | Command::Quit => {
+                let args = Args::collect(std::iter::empty(), line_end).expect("no arguments");
+                if command == Command::Version {
+                    admin::version(request, &args)
+                } else {
+                    admin::quit(request, &args)
+                }
+            }
+            _ => Invalid::line(ErrorReply::Error, line_end),
+        };
     };
     match command {
         c if c.is_retrieval() || c.is_meta() => unreachable!("parsed above"),

@@ -2,7 +2,7 @@
 //! touching two).
 
 use crate::limits::MAX_KEY_LEN;
-use crate::request::{ErrorReply, Invalid, Request, KEY_TOO_LONG};
+use crate::request::{ErrorReply, Invalid, Request, BAD_EXPTIME, KEY_TOO_LONG};
 use crate::{read_i32, Command, Parse};
 
 pub(super) fn parse<'a>(mut request: Request, mut keys: impl Iterator<Item = (usize, &'a [u8])>) -> Parse<Request> {
@@ -13,7 +13,7 @@ pub(super) fn parse<'a>(mut request: Request, mut keys: impl Iterator<Item = (us
             return Invalid::line(ErrorReply::Error, line_end);
         };
         let Some(exptime) = read_i32(exptime) else {
-            return Invalid::line(ErrorReply::Client("invalid exptime argument"), line_end);
+            return Invalid::line(ErrorReply::Client(BAD_EXPTIME), line_end);
         };
         request.exptime = exptime.into();
     }

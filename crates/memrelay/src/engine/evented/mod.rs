@@ -42,7 +42,11 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
     let mut loops = Vec::with_capacity(threads);
     let mut wakers = Vec::with_capacity(threads);
     // One listening socket per loop (SO_REUSEPORT, after checking the port is free).
-    let listeners = startup::listen(settings.listen.addr, threads)?;
+    // None with `--listen none` (the TLS listener alone).
+    let listeners: Vec<Option<mio::net::TcpListener>> = match &settings.listen {
+        Some(listen) => startup::listen(listen.addr, threads)?.into_iter().map(Some).collect(),
+        None => (0..threads).map(|_| None).collect(),
+    };
     // And as many TLS listeners, with the configuration they share.
     let mut tls = match &runtime.tls {
         Some(config) => startup::listen(config.settings().listen, threads)?

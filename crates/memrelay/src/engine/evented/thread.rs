@@ -78,7 +78,7 @@ pub(super) struct EventLoop {
 impl EventLoop {
     pub fn new(
         poll: Poll,
-        listener: TcpListener,
+        listener: Option<TcpListener>,
         settings: &Settings,
         runtime: &Runtime,
         recorder: Recorder,

@@ -39,7 +39,9 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
     let workers = settings.engine.workers;
     let runtime = Runtime::start(settings, workers + 1, shutdown, reload)?;
     let settings = Arc::clone(&runtime.settings);
-    let listener = startup::listen(settings.listen.addr, 1)?.remove(0);
+    // The pool takes no TLS listener, so it always has the plain one (the options say so).
+    let addr = settings.listen.as_ref().map_or_else(|| ([127, 0, 0, 1], 11212).into(), |l| l.addr);
+    let listener = startup::listen(addr, 1)?.remove(0);
     let poll = Poll::new().map_err(Error::EventLoopSetup)?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(Error::EventLoopSetup)?);
     {
@@ -65,7 +67,7 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
 
     let limits = Limits { max_value_len: settings.limits.max_value_size, ..Limits::default() };
     let local = runtime.local_answers(workers);
-    let clients = ClientSide::new(poll.registry(), listener, limits, settings.limits.max_clients, local)
+    let clients = ClientSide::new(poll.registry(), Some(listener), limits, settings.limits.max_clients, local)
         .map_err(Error::EventLoopSetup)?;
     let mut net = NetThread::new(poll, clients, queue_in, done_out, runtime.recorder(0));
     // The net thread runs here; when it returns (and is dropped), its queue sender is gone and

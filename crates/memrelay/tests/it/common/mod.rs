@@ -183,11 +183,14 @@ impl Drop for Memrelay {
     }
 }
 
+/// The memrelay binary the tests run: MEMRELAY_TEST_BIN runs the suite against another build (to
+/// show a test failing on an older tree); by default, this build's binary.
+pub fn memrelay_binary() -> std::ffi::OsString {
+    std::env::var_os("MEMRELAY_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_memrelay").into())
+}
+
 pub fn memrelay_command(engine: &str, port: u16, servers: &[String], extra_args: &[&str]) -> Command {
-    // MEMRELAY_TEST_BIN runs the suite against another build (to show a test failing on an
-    // older tree); by default, this build's binary.
-    let binary = std::env::var_os("MEMRELAY_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_memrelay").into());
-    let mut command = Command::new(binary);
+    let mut command = Command::new(memrelay_binary());
     command.args(["--engine", engine, "--listen", &format!("127.0.0.1:{port}")]);
     for server in servers {
         command.args(["--server", server]);
@@ -200,7 +203,7 @@ pub fn memrelay_command(engine: &str, port: u16, servers: &[String], extra_args:
 pub fn run_memrelay(args: &[&str]) -> (ExitStatus, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("stderr");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memrelay"))
+    let mut child = Command::new(memrelay_binary())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
