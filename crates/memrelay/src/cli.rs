@@ -232,6 +232,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub metrics_tls_key: Option<PathBuf>,
 
+    /// The longest a connection to /metrics stays open, from accept to close, the TLS handshake
+    /// included (a scrape takes milliseconds; a slow or silent client is cut here)
+    #[arg(long, default_value_t = 10_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub metrics_timeout_ms: u64,
+
     /// Length of a measurement window in seconds.
     #[arg(long, default_value_t = 1.0, value_name = "SECS")]
     pub stats_window: f64,
@@ -385,6 +390,7 @@ impl Args {
                     None => None,
                 },
                 metrics_tls,
+                metrics_timeout: Duration::from_millis(self.metrics_timeout_ms),
             },
             server_timeout: Duration::from_millis(self.server_timeout_ms),
             health: HealthSettings {

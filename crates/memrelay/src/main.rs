@@ -8,6 +8,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // First: a SIGHUP, SIGINT or SIGTERM from now on is noted, never the default action (death),
+    // in the milliseconds before the engine's own handlers are in place.
+    if let Err(e) = memrelay::catch_signals_from_start() {
+        eprintln!("memrelay: error: cannot handle signals: {e}");
+        return ExitCode::FAILURE;
+    }
     exit_on_panic();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let expanded = match config_file::expand(argv.clone()) {

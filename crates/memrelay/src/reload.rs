@@ -148,6 +148,7 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("request-log-sample", &was.measurement.request_log_sample, &now.measurement.request_log_sample);
     compare("metrics-listen", &was.measurement.metrics_listen, &now.measurement.metrics_listen);
     compare("metrics-tls-cert/key", &was.measurement.metrics_tls, &now.measurement.metrics_tls);
+    compare("metrics-timeout-ms", &was.measurement.metrics_timeout, &now.measurement.metrics_timeout);
     compare("health (down-after, probes, warming)", &was.health, &now.health);
     compare("shutdown-grace-ms", &was.shutdown_grace, &now.shutdown_grace);
     compare("repair-spool-dir", &was.repair_spool, &now.repair_spool);

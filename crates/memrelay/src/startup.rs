@@ -96,12 +96,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The `/metrics` endpoint, bound: plain HTTP (tiny_http) or HTTPS.
-enum Metrics {
-    Http(tiny_http::Server),
-    Https(std::net::TcpListener, Arc<rustls::ServerConfig>),
-}
-
 /// What every engine starts with: the router, the statistics thread and the channels its
 /// recorders ship windows on, the running totals and the shutdown flag.
 pub(crate) struct Runtime {
@@ -206,15 +200,16 @@ impl Runtime {
             })?;
         }
         if let Some(addr) = settings.measurement.metrics_listen {
-            let server = match &settings.measurement.metrics_tls {
-                None => {
-                    Metrics::Http(crate::export::endpoint::bind(addr).map_err(|source| Error::Listen { addr, source })?)
-                }
-                Some(tls) => Metrics::Https(
-                    crate::export::https::bind(addr).map_err(|source| Error::Listen { addr, source })?,
-                    crate::export::https::server_config(tls).map_err(Error::Access)?,
-                ),
+            let metrics_tls = match &settings.measurement.metrics_tls {
+                Some(tls) => Some(crate::export::https::server_config(tls).map_err(Error::Access)?),
+                None => None,
             };
+            let limits = crate::export::server::Limits {
+                connections: crate::export::server::connection_cap(),
+                deadline: settings.measurement.metrics_timeout,
+            };
+            let endpoint = crate::export::server::Endpoint::bind(addr, metrics_tls, limits)
+                .map_err(|source| Error::Listen { addr, source })?;
             let sources = Sources {
                 live: Arc::clone(&live),
                 health: Arc::clone(&health),
@@ -223,12 +218,7 @@ impl Runtime {
             };
             let registry = crate::export::prometheus::registry(sources);
             let (access, shutdown) = (Arc::clone(&access), Arc::clone(&shutdown));
-            spawn("metrics", move || match server {
-                Metrics::Http(server) => crate::export::endpoint::serve(server, registry, access, shutdown),
-                Metrics::Https(listener, config) => {
-                    crate::export::https::serve(listener, config, registry, access, shutdown)
-                }
-            })?;
+            spawn("metrics", move || endpoint.serve(registry, access, shutdown))?;
         }
         if let Some(source) = reload {
             let target = reload::Target {
@@ -239,6 +229,7 @@ impl Runtime {
                 tls: tls.clone(),
             };
             reload::watch(source, target, Arc::clone(&shutdown)).map_err(Error::EventLoopSetup)?;
+            crate::signals::redeliver_early_hangup();
         }
         Ok(Runtime {
             settings,

@@ -1,25 +1,22 @@
-//! The HTTP endpoint Prometheus scrapes (`--metrics-listen`): `GET /metrics` answers the
-//! OpenMetrics text of [`super::prometheus`]; anything else is 404. With `--metrics-auth-file`
-//! a scrape must carry HTTP basic credentials of one of its users (Prometheus' `basic_auth`),
-//! else it is answered 401 with a `WWW-Authenticate` challenge; the check comes before the path,
-//! so nothing about the endpoint is learnt without them. Served by `tiny_http` on a thread of its
-//! own, which stops with the shutdown flag; with `--metrics-tls-cert` the same answers go over
-//! HTTPS instead (see [`super::https`]).
+//! What a scrape of `/metrics` is answered, over HTTP or HTTPS alike ([`super::server`] serves
+//! it): `GET /metrics` gets the OpenMetrics text of [`super::prometheus`]; any other path 404.
+//! With `--metrics-auth-file` a scrape must carry HTTP basic credentials of one of its users
+//! (Prometheus' `basic_auth`), else it is answered 401 with a `WWW-Authenticate` challenge; the
+//! check comes before the path, so nothing about the endpoint is learnt without them.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE as CONTENT_TYPE_HEADER, WWW_AUTHENTICATE};
+use hyper::{Request, Response, StatusCode};
 use prometheus_client::registry::Registry;
-use tiny_http::{Header, Response, Server};
 
 use super::prometheus::render;
 use crate::access::{Access, Reason};
 
-/// How often the serving thread looks at the shutdown flag.
-pub(crate) const POLL: Duration = Duration::from_millis(100);
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
 pub(crate) const CHALLENGE: &str = "Basic realm=\"memrelay metrics\", charset=\"UTF-8\"";
 
 /// What a scrape is answered, whichever way it came.
@@ -62,28 +59,52 @@ pub(crate) fn answer(
     }
 }
 
-/// Binds the endpoint (the error says why it could not).
-pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<Server> {
-    Server::http(addr).map_err(|e| std::io::Error::other(e.to_string()))
+/// The HTTP response to `request` (its body is never read: a scrape has none).
+pub(crate) fn respond<B>(
+    registry: &Registry,
+    access: &Access,
+    request: &Request<B>,
+    peer: SocketAddr,
+) -> Response<Full<Bytes>> {
+    let authorization = request.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes);
+    let answer = answer(registry, access, authorization, request.uri().path(), Some(peer));
+    response(answer)
 }
 
-/// Answers scrapes until `shutdown` is set.
-pub(crate) fn serve(server: Server, registry: Registry, access: Arc<Access>, shutdown: Arc<AtomicBool>) {
-    let header = Header::from_bytes(&b"Content-Type"[..], CONTENT_TYPE.as_bytes()).expect("a valid header");
-    let challenge = Header::from_bytes(&b"WWW-Authenticate"[..], CHALLENGE.as_bytes()).expect("a valid header");
-    while !shutdown.load(Ordering::Acquire) {
-        let Ok(Some(request)) = server.recv_timeout(POLL) else { continue };
-        let authorization =
-            request.headers().iter().find(|h| h.field.equiv("Authorization")).map(|h| h.value.as_bytes());
-        let peer = request.remote_addr().copied();
-        let answer = answer(&registry, &access, authorization, request.url(), peer);
-        let mut response = Response::from_string(answer.body).with_status_code(answer.status);
-        match answer.kind {
-            AnswerKind::Metrics => response = response.with_header(header.clone()),
-            AnswerKind::Challenge => response = response.with_header(challenge.clone()),
-            AnswerKind::Plain => {}
+/// `answer` as an HTTP response (no step here can fail).
+fn response(answer: Answer) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(answer.body)));
+    *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    match answer.kind {
+        AnswerKind::Metrics => {
+            headers.insert(CONTENT_TYPE_HEADER, HeaderValue::from_static(CONTENT_TYPE));
         }
-        // A client that went away while we answered is no error of ours.
-        let _ = request.respond(response);
+        AnswerKind::Challenge => {
+            headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+            headers.insert(CONTENT_TYPE_HEADER, HeaderValue::from_static(TEXT));
+        }
+        AnswerKind::Plain => {
+            headers.insert(CONTENT_TYPE_HEADER, HeaderValue::from_static(TEXT));
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_become_responses_with_their_headers() {
+        let metrics = response(Answer { status: 200, body: "# EOF\n".into(), kind: AnswerKind::Metrics });
+        assert_eq!(metrics.status(), 200);
+        assert_eq!(metrics.headers()[CONTENT_TYPE_HEADER], CONTENT_TYPE);
+        let challenge = response(Answer { status: 401, body: String::new(), kind: AnswerKind::Challenge });
+        assert_eq!(challenge.status(), 401);
+        assert_eq!(challenge.headers()[WWW_AUTHENTICATE], CHALLENGE);
+        let missing = response(Answer { status: 404, body: String::new(), kind: AnswerKind::Plain });
+        assert_eq!(missing.status(), 404);
+        assert_eq!(missing.headers()[CONTENT_TYPE_HEADER], TEXT);
     }
 }

@@ -304,6 +304,9 @@ pub struct Measurement {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// `/metrics` over HTTPS with this certificate.
     pub metrics_tls: Option<MetricsTls>,
+    /// The longest a connection to `/metrics` stays open, from accept to close (the TLS
+    /// handshake included).
+    pub metrics_timeout: Duration,
 }
 
 /// A replication factor, resolved against the number of servers at start.
