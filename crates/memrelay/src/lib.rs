@@ -57,8 +57,8 @@ pub use client::tls::{certificate_identity, server_config as client_tls_config};
 pub use export::https::server_config as metrics_tls_config;
 pub use log_limit::{printable, shown};
 pub use routing::ketama::{self, KeyHash};
-pub use signals::catch_from_start as catch_signals_from_start;
 pub use settings::{MetricsTls, ServerTlsSettings, Settings, TlsSettings, VERSION};
+pub use signals::catch_from_start as catch_signals_from_start;
 pub use startup::Error;
 pub use upstream::tls::{client_config as server_tls_config, server_name as server_tls_name};
 

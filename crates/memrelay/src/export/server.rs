@@ -142,8 +142,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: Arc<A
             Err(e) if connection_error(&e) => {}
             Err(e) => {
                 if let Some(left_out) = ACCEPT_FAILED.admit() {
-                    let more = if left_out > 0 { format!(" ({left_out} more like it not logged)") } else { String::new() };
-                    eprintln!("memrelay: metrics: cannot accept: {e}; trying again in {} ms{more}", backoff.as_millis());
+                    let more =
+                        if left_out > 0 { format!(" ({left_out} more like it not logged)") } else { String::new() };
+                    eprintln!(
+                        "memrelay: metrics: cannot accept: {e}; trying again in {} ms{more}",
+                        backoff.as_millis()
+                    );
                 }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -192,6 +196,7 @@ where
     // A client that went away, a malformed or oversized head: hyper answered what it could.
     let _ = http1::Builder::new()
         .keep_alive(false)
+        .title_case_headers(true)
         .max_header_size(MAX_HEAD)
         .max_buf_size(MAX_BUFFER)
         .serve_connection(io, service)
