@@ -149,8 +149,14 @@ impl Drop for Relay {
 
 /// `GET /metrics` over plain HTTP: the status (0 when there was no answer) and the response.
 fn scrape(port: u16) -> (u16, String) {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return (0, String::new()) };
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    scrape_within(port, Duration::from_secs(10))
+}
+
+/// [`scrape`], waiting at most `timeout` for each step.
+fn scrape_within(port: u16, timeout: Duration) -> (u16, String) {
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let Ok(mut stream) = TcpStream::connect_timeout(&target, timeout) else { return (0, String::new()) };
+    stream.set_read_timeout(Some(timeout)).unwrap();
     if stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").is_err() {
         return (0, String::new());
     }
@@ -183,7 +189,9 @@ fn memcached_clients_are_served(relay: &Relay, client: &mut Client, key: &str) {
 
 /// Item 1: at a 64-descriptor limit, 150 idle connections to /metrics. memrelay (either engine)
 /// stays up, a client connected before and one connecting after are served, and a scrape is
-/// answered. (tiny_http: `try_clone().unwrap()` panicked on EMFILE, exit status 70.)
+/// answered; then 80 memcached clients take the remaining descriptors and a scrape comes:
+/// memrelay stays up and answers scrapes and clients again once they leave. (tiny_http:
+/// `try_clone().unwrap()` panicked on EMFILE, exit status 70.)
 fn idle_metrics_connections_under_a_low_descriptor_limit_end_nothing(engine: &str) {
     let server = Memcached::start();
     let mut relay = Relay::start(engine, &server, Some(64), &["--workers", "4", "--threads", "1"]);
@@ -201,6 +209,17 @@ fn idle_metrics_connections_under_a_low_descriptor_limit_end_nothing(engine: &st
     assert!(a_scrape_succeeds(relay.metrics, 20), "no scrape answered beside {} idle connections", idle.len());
     relay.assert_alive();
     drop(idle);
+    // Then the descriptors taken by memcached clients: a scrape now finds none left to accept
+    // with (the endpoint waits and tries again); memrelay lives, and answers once they are back.
+    let crowd: Vec<TcpStream> = (0..80)
+        .filter_map(|_| TcpStream::connect_timeout(&relay.addr().parse().unwrap(), Duration::from_secs(1)).ok())
+        .collect();
+    let _ = scrape_within(relay.metrics, Duration::from_secs(1));
+    thread::sleep(Duration::from_millis(300));
+    relay.assert_alive();
+    drop(crowd);
+    assert!(a_scrape_succeeds(relay.metrics, 30), "no scrape answered once the clients left");
+    memcached_clients_are_served(&relay, &mut before, "before-at-last");
     drop((before, after));
     relay.stop();
 }
