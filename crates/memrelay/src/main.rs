@@ -7,9 +7,21 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Signals are caught from before `main`: the loader runs this constructor before Rust's runtime
+/// starts (a SIGHUP a few milliseconds after start must not end the process: issue 32).
+#[used]
+#[link_section = ".init_array"]
+static CATCH_SIGNALS_FIRST: extern "C" fn() = catch_signals_first;
+
+extern "C" fn catch_signals_first() {
+    // An error is reported by main's call, which tries again.
+    let _ = memrelay::catch_signals_from_start();
+}
+
 fn main() -> ExitCode {
-    // First: a SIGHUP, SIGINT or SIGTERM from now on is noted, never the default action (death),
-    // in the milliseconds before the engine's own handlers are in place.
+    // First (done already by the constructor above): a SIGHUP, SIGINT or SIGTERM from now on is
+    // noted, never the default action (death), in the milliseconds before the engine's own
+    // handlers are in place.
     if let Err(e) = memrelay::catch_signals_from_start() {
         eprintln!("memrelay: error: cannot handle signals: {e}");
         return ExitCode::FAILURE;

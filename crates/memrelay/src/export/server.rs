@@ -269,7 +269,7 @@ mod tests {
             // The oldest is being answered: the second goes.
             flags[0].store(true, Ordering::Release);
             assert!(open.make_room());
-            assert!(tasks[1].await.unwrap_err().is_cancelled());
+            assert!(tasks.remove(1).await.unwrap_err().is_cancelled());
             assert_eq!(open.connections.len(), 2);
             let asked = Arc::new(AtomicBool::new(true));
             open.push(tokio::spawn(std::future::pending::<()>()).abort_handle(), asked);
