@@ -4,28 +4,14 @@
 //! configuration file to read again; a SIGTERM that early stops it cleanly (exit 0), as a later
 //! one does.
 
-#[macro_use]
-mod common;
-
 use std::fs::{self, File};
 use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                a_sighup_just_after_start_does_not_kill_memrelay,
-                a_sigterm_just_after_start_stops_memrelay_cleanly,
-            );
-        )*
-    };
-}
-
-for_each_engine!(suite);
+engine_matrix!(a_sighup_just_after_start_does_not_kill_memrelay, a_sigterm_just_after_start_stops_memrelay_cleanly,);
 
 /// How many processes each test starts.
 const RUNS: u64 = 20;

@@ -14,9 +14,6 @@
 //!
 //! Bounds are on counts and memory, never on microseconds.
 
-#[macro_use]
-mod common;
-
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -27,19 +24,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
-macro_rules! suite {
-    ($($engine:ident: $name:literal),* $(,)?) => {
-        $(
-            engine_tests!($engine: $name;
-                idle_metrics_connections_under_a_low_descriptor_limit_end_nothing,
-            );
-        )*
-    };
-}
-
-for_each_engine!(suite);
+engine_matrix!(idle_metrics_connections_under_a_low_descriptor_limit_end_nothing,);
 
 /// A memrelay with `/metrics`, started with this test's own spawn (for a descriptor limit);
 /// killed when dropped.
