@@ -3,10 +3,13 @@
 //! Whatever arrives on the metrics port costs memrelay a bounded amount:
 //!
 //! - **connections**: at most [`Limits::connections`] open at once (from the descriptor limit,
-//!   [`connection_cap`]). A connection arriving when all are taken closes the oldest one that has
-//!   not yet sent a whole request (idle, dribbling, in its TLS handshake), so a crowd of slow
-//!   connections cannot keep an honest scrape out; if every one is being answered, the newcomer
-//!   is closed at once.
+//!   [`connection_cap`]). A connection arriving when all are taken closes one that has not yet
+//!   sent a whole request: the oldest of those still in their TLS handshake (or, over HTTP,
+//!   that sent nothing whole), else the oldest of those past it; so a crowd of idle or
+//!   dribbling connections cannot keep an honest scrape out. If every one is being answered, the
+//!   newcomer is closed at once. After each accept the new connection reads first (the loop
+//!   yields), so a scrape whose request is already there is being answered before the next
+//!   arrival could close it.
 //! - **time**: one deadline for the whole connection ([`Limits::deadline`],
 //!   `--metrics-timeout-ms`), the TLS handshake included; one request per connection
 //!   (`Connection: close`).
@@ -24,7 +27,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,9 +137,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: Arc<A
                     drop(stream);
                     continue;
                 }
-                let asked = Arc::new(AtomicBool::new(false));
-                let task = tokio::spawn(connection(stream, peer, Arc::clone(&shared), Arc::clone(&asked)));
-                open.push(task.abort_handle(), asked);
+                let stage = Arc::new(AtomicU8::new(HANDSHAKE));
+                let task = tokio::spawn(connection(stream, peer, Arc::clone(&shared), Arc::clone(&stage)));
+                open.push(task.abort_handle(), stage);
+                // The new connection reads what is already there before anything else arrives.
+                tokio::task::yield_now().await;
             }
             // The connection's own trouble (reset before it was accepted and the like).
             Err(e) if connection_error(&e) => {}
@@ -166,16 +171,20 @@ fn connection_error(e: &io::Error) -> bool {
 }
 
 /// One connection, within the deadline: the TLS handshake when on, one request, its answer.
-async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, asked: Arc<AtomicBool>) {
+async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, stage: Arc<AtomicU8>) {
     let _ = stream.set_nodelay(true);
     let deadline = shared.limits.deadline;
     let work = async move {
         match shared.tls.clone() {
-            None => http(TokioIo::new(stream), peer, shared, asked).await,
+            None => {
+                stage.store(REQUEST, Ordering::Release);
+                http(TokioIo::new(stream), peer, shared, stage).await
+            }
             Some(acceptor) => {
                 // A failed handshake is the client's business; rustls sent it an alert.
                 if let Ok(tls) = acceptor.accept(stream).await {
-                    http(TokioIo::new(tls), peer, shared, asked).await
+                    stage.store(REQUEST, Ordering::Release);
+                    http(TokioIo::new(tls), peer, shared, stage).await
                 }
             }
         }
@@ -184,12 +193,12 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, as
     let _ = tokio::time::timeout(deadline, work).await;
 }
 
-async fn http<I>(io: I, peer: SocketAddr, shared: Arc<Shared>, asked: Arc<AtomicBool>)
+async fn http<I>(io: I, peer: SocketAddr, shared: Arc<Shared>, stage: Arc<AtomicU8>)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin,
 {
     let service = service_fn(move |request| {
-        asked.store(true, Ordering::Release);
+        stage.store(ANSWERING, Ordering::Release);
         let response = respond(&shared.registry, &shared.access, &request, peer);
         async move { Ok::<_, Infallible>(response) }
     });
@@ -203,10 +212,16 @@ where
         .await;
 }
 
-/// The connections open, oldest first.
+/// Where a connection is: in its TLS handshake (over HTTP, a connection starts past it, in
+/// [`REQUEST`]); reading its request head; answering (never closed to make room).
+const HANDSHAKE: u8 = 0;
+const REQUEST: u8 = 1;
+const ANSWERING: u8 = 2;
+
+/// The connections open, oldest first, with their stage.
 struct Open {
     cap: usize,
-    connections: VecDeque<(AbortHandle, Arc<AtomicBool>)>,
+    connections: VecDeque<(AbortHandle, Arc<AtomicU8>)>,
 }
 
 impl Open {
@@ -214,24 +229,29 @@ impl Open {
         Open { cap: cap.max(1), connections: VecDeque::with_capacity(cap) }
     }
 
-    /// Whether one more may be opened: when all are taken, the oldest that has not yet sent a
-    /// whole request is closed to make room; `false` when every one has.
+    /// Whether one more may be opened: when all are taken, the oldest of those least far along
+    /// (and not yet answering) is closed to make room; `false` when every one is answering.
     fn make_room(&mut self) -> bool {
         self.connections.retain(|(task, _)| !task.is_finished());
         if self.connections.len() < self.cap {
             return true;
         }
-        let Some(slowest) = self.connections.iter().position(|(_, asked)| !asked.load(Ordering::Acquire)) else {
-            return false;
-        };
-        if let Some((task, _)) = self.connections.remove(slowest) {
+        let slowest = self
+            .connections
+            .iter()
+            .enumerate()
+            .map(|(at, (_, stage))| (stage.load(Ordering::Acquire), at))
+            .filter(|&(stage, _)| stage < ANSWERING)
+            .min();
+        let Some((_, at)) = slowest else { return false };
+        if let Some((task, _)) = self.connections.remove(at) {
             task.abort();
         }
         true
     }
 
-    fn push(&mut self, task: AbortHandle, asked: Arc<AtomicBool>) {
-        self.connections.push_back((task, asked));
+    fn push(&mut self, task: AbortHandle, stage: Arc<AtomicU8>) {
+        self.connections.push_back((task, stage));
     }
 
     fn close_all(&mut self) {
@@ -252,32 +272,34 @@ mod tests {
     }
 
     #[test]
-    fn a_full_house_closes_its_oldest_connection_that_has_not_asked() {
+    fn a_full_house_closes_its_oldest_connection_least_far_along() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
         runtime.block_on(async {
-            let mut open = Open::new(3);
-            let mut flags = Vec::new();
+            let mut open = Open::new(4);
+            let mut stages = Vec::new();
             let mut tasks = Vec::new();
-            for _ in 0..3 {
+            for _ in 0..4 {
                 assert!(open.make_room());
-                let asked = Arc::new(AtomicBool::new(false));
+                let stage = Arc::new(AtomicU8::new(HANDSHAKE));
                 let task = tokio::spawn(std::future::pending::<()>());
-                open.push(task.abort_handle(), Arc::clone(&asked));
-                flags.push(asked);
-                tasks.push(task);
+                open.push(task.abort_handle(), Arc::clone(&stage));
+                stages.push(stage);
+                tasks.push(Some(task));
             }
-            // The oldest is being answered: the second goes.
-            flags[0].store(true, Ordering::Release);
-            assert!(open.make_room());
-            assert!(tasks.remove(1).await.unwrap_err().is_cancelled());
-            assert_eq!(open.connections.len(), 2);
-            let asked = Arc::new(AtomicBool::new(true));
-            open.push(tokio::spawn(std::future::pending::<()>()).abort_handle(), asked);
-            flags[2].store(true, Ordering::Release);
-            // Every one is being answered: no room.
+            // 0 answering, 1 and 3 past the handshake, 2 in it: 2 goes first, then 1, then 3.
+            stages[0].store(ANSWERING, Ordering::Release);
+            stages[1].store(REQUEST, Ordering::Release);
+            stages[3].store(REQUEST, Ordering::Release);
+            for gone in [2, 1, 3] {
+                assert!(open.make_room());
+                assert!(tasks[gone].take().unwrap().await.unwrap_err().is_cancelled(), "{gone}");
+                let stage = Arc::new(AtomicU8::new(ANSWERING));
+                open.push(tokio::spawn(std::future::pending::<()>()).abort_handle(), stage);
+            }
+            // Every one is answering: no room.
             assert!(!open.make_room());
             open.close_all();
-            assert!(tasks.remove(0).await.unwrap_err().is_cancelled());
+            assert!(tasks[0].take().unwrap().await.unwrap_err().is_cancelled());
         });
     }
 }
