@@ -3,19 +3,22 @@
 //! Whatever arrives on the metrics port costs memrelay a bounded amount:
 //!
 //! - **connections**: at most [`Limits::connections`] open at once (from the descriptor limit,
-//!   [`connection_cap`]). A connection arriving when all are taken closes one that has not yet
-//!   sent a whole request: the oldest of those still in their TLS handshake (or, over HTTP,
-//!   that sent nothing whole), else the oldest of those past it; so a crowd of idle or
-//!   dribbling connections cannot keep an honest scrape out. If every one is being answered, the
-//!   newcomer is closed at once. After each accept the new connection reads first (the loop
-//!   yields), so a scrape whose request is already there is being answered before the next
-//!   arrival could close it.
+//!   [`connection_cap`]). A connection arriving when all are taken closes one that is not yet
+//!   being answered: the oldest of those least far along ([`Stage`]: over HTTPS, no whole
+//!   ClientHello yet, then in the rest of the handshake, then reading the request), so a crowd of
+//!   idle or dribbling connections cannot keep an honest scrape out (its ClientHello, or its
+//!   request, comes whole at once). If every one is being answered, the newcomer is closed at
+//!   once. After each accept the new connection reads first (the loop yields), so what a client
+//!   sent with its connection counts before the next arrival picks whom to close.
 //! - **time**: one deadline for the whole connection ([`Limits::deadline`],
 //!   `--metrics-timeout-ms`), the TLS handshake included; one request per connection
 //!   (`Connection: close`).
 //! - **memory**: the request head is at most [`MAX_HEAD`] bytes (a longer one is answered 431
 //!   and the connection closed); hyper's buffer at most [`MAX_BUFFER`]; the body is never read.
 //! - **threads**: none per connection: the one thread runs them all.
+//! - **the kernel's queue**: [`BACKLOG`] connections wait to be accepted (they hold no descriptor
+//!   of ours), so a burst does not make the kernel drop an honest client's SYN (its retry comes
+//!   a second later).
 //! - **accept errors**: out of descriptors or buffers (EMFILE, ENFILE, ENOBUFS, ENOMEM), the
 //!   accept loop waits (a doubling back-off up to [`BACKOFF_MAX`]) with one log line a second at
 //!   most, and tries again; the connection waits in the kernel's queue meanwhile. Nothing here
@@ -38,7 +41,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::task::AbortHandle;
-use tokio_rustls::TlsAcceptor;
+use tokio_rustls::LazyConfigAcceptor;
 
 use super::endpoint::respond;
 use crate::access::Access;
@@ -54,6 +57,8 @@ const MIN_CONNECTIONS: usize = 4;
 pub(crate) const MAX_HEAD: usize = 8 * 1024;
 /// Largest read buffer of a connection.
 const MAX_BUFFER: usize = 16 * 1024;
+/// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
+const BACKLOG: i32 = 1024;
 /// Longest wait between two accepts after a resource error.
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
 const BACKOFF_FIRST: Duration = Duration::from_millis(5);
@@ -84,7 +89,7 @@ pub(crate) fn connection_cap() -> usize {
 pub(crate) struct Endpoint {
     runtime: Runtime,
     listener: std::net::TcpListener,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     limits: Limits,
 }
 
@@ -92,9 +97,12 @@ impl Endpoint {
     /// Binds `addr` and builds the runtime (the error says why it could not); `tls` serves HTTPS.
     pub fn bind(addr: SocketAddr, tls: Option<Arc<rustls::ServerConfig>>, limits: Limits) -> io::Result<Endpoint> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        Ok(Endpoint { runtime, listener, tls: tls.map(TlsAcceptor::from), limits })
+        let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(BACKLOG)?;
+        Ok(Endpoint { runtime, listener: socket.into(), tls, limits })
     }
 
     /// Answers scrapes until `shutdown` is set.
@@ -115,7 +123,7 @@ impl Endpoint {
 struct Shared {
     registry: Registry,
     access: Arc<Access>,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     limits: Limits,
 }
 
@@ -137,7 +145,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, shutdown: Arc<A
                     drop(stream);
                     continue;
                 }
-                let stage = Arc::new(AtomicU8::new(HANDSHAKE));
+                let stage = Arc::new(AtomicU8::new(Stage::Hello as u8));
                 let task = tokio::spawn(connection(stream, peer, Arc::clone(&shared), Arc::clone(&stage)));
                 open.push(task.abort_handle(), stage);
                 // The new connection reads what is already there before anything else arrives.
@@ -177,15 +185,17 @@ async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, st
     let work = async move {
         match shared.tls.clone() {
             None => {
-                stage.store(REQUEST, Ordering::Release);
+                stage.store(Stage::Request as u8, Ordering::Release);
                 http(TokioIo::new(stream), peer, shared, stage).await
             }
-            Some(acceptor) => {
+            Some(config) => {
                 // A failed handshake is the client's business; rustls sent it an alert.
-                if let Ok(tls) = acceptor.accept(stream).await {
-                    stage.store(REQUEST, Ordering::Release);
-                    http(TokioIo::new(tls), peer, shared, stage).await
-                }
+                let acceptor = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+                let Ok(start) = acceptor.await else { return };
+                stage.store(Stage::Handshake as u8, Ordering::Release);
+                let Ok(tls) = start.into_stream(config).await else { return };
+                stage.store(Stage::Request as u8, Ordering::Release);
+                http(TokioIo::new(tls), peer, shared, stage).await
             }
         }
     };
@@ -198,7 +208,7 @@ where
     I: hyper::rt::Read + hyper::rt::Write + Unpin,
 {
     let service = service_fn(move |request| {
-        stage.store(ANSWERING, Ordering::Release);
+        stage.store(Stage::Answering as u8, Ordering::Release);
         let response = respond(&shared.registry, &shared.access, &request, peer);
         async move { Ok::<_, Infallible>(response) }
     });
@@ -212,11 +222,20 @@ where
         .await;
 }
 
-/// Where a connection is: in its TLS handshake (over HTTP, a connection starts past it, in
-/// [`REQUEST`]); reading its request head; answering (never closed to make room).
-const HANDSHAKE: u8 = 0;
-const REQUEST: u8 = 1;
-const ANSWERING: u8 = 2;
+/// How far along a connection is; to make room, the oldest of the least far along is closed.
+/// Over HTTP a connection starts in `Request`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Stage {
+    /// No whole ClientHello yet (silent, or a byte at a time).
+    Hello,
+    /// The rest of the TLS handshake.
+    Handshake,
+    /// Reading the request head.
+    Request,
+    /// Answering: never closed to make room.
+    Answering,
+}
 
 /// The connections open, oldest first, with their stage.
 struct Open {
@@ -241,7 +260,7 @@ impl Open {
             .iter()
             .enumerate()
             .map(|(at, (_, stage))| (stage.load(Ordering::Acquire), at))
-            .filter(|&(stage, _)| stage < ANSWERING)
+            .filter(|&(stage, _)| stage < Stage::Answering as u8)
             .min();
         let Some((_, at)) = slowest else { return false };
         if let Some((task, _)) = self.connections.remove(at) {
@@ -280,20 +299,21 @@ mod tests {
             let mut tasks = Vec::new();
             for _ in 0..4 {
                 assert!(open.make_room());
-                let stage = Arc::new(AtomicU8::new(HANDSHAKE));
+                let stage = Arc::new(AtomicU8::new(Stage::Hello as u8));
                 let task = tokio::spawn(std::future::pending::<()>());
                 open.push(task.abort_handle(), Arc::clone(&stage));
                 stages.push(stage);
                 tasks.push(Some(task));
             }
-            // 0 answering, 1 and 3 past the handshake, 2 in it: 2 goes first, then 1, then 3.
-            stages[0].store(ANSWERING, Ordering::Release);
-            stages[1].store(REQUEST, Ordering::Release);
-            stages[3].store(REQUEST, Ordering::Release);
-            for gone in [2, 1, 3] {
+            // 0 answering, 1 reading its request, 3 in its handshake, 2 without a whole
+            // ClientHello: 2 goes first, then 3, then 1.
+            stages[0].store(Stage::Answering as u8, Ordering::Release);
+            stages[1].store(Stage::Request as u8, Ordering::Release);
+            stages[3].store(Stage::Handshake as u8, Ordering::Release);
+            for gone in [2, 3, 1] {
                 assert!(open.make_room());
                 assert!(tasks[gone].take().unwrap().await.unwrap_err().is_cancelled(), "{gone}");
-                let stage = Arc::new(AtomicU8::new(ANSWERING));
+                let stage = Arc::new(AtomicU8::new(Stage::Answering as u8));
                 open.push(tokio::spawn(std::future::pending::<()>()).abort_handle(), stage);
             }
             // Every one is answering: no room.

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""The metrics endpoint beside 1,000 hostile connections: how long does an honest scrape take?
+
+One memcached, memrelay (evented, 1 thread) with `--metrics-listen` (plain HTTP, or HTTPS with
+`--https`: certificates made here with the `openssl` command) and a 1 s connection deadline
+(`--metrics-timeout-ms 1000`). A scraper asks `GET /metrics` back to back, a new connection each
+time, as Prometheus does, and times each from connect to the last byte of the answer; memrelay-bench
+drives 16 memcached clients meanwhile (their p99 shows what the endpoint's trouble costs them). In
+every other run an attacker process holds 1,000 connections to the metrics port: half never send a
+byte, half dribble a request head (over HTTPS, a ClientHello) a byte a second. memrelay holds at
+most 64 at once and closes the rest, and each at the deadline; the attacker opens a new one at
+once, so a thousand are always knocking.
+
+Runs alternate (quiet, attacked) so the machine's noise hits both alike; the table shows the
+medians of the scrapes' p99, the scrapes that failed, and the clients' p99. Everything started
+here is stopped at the end, also on error or Ctrl-C.
+
+    python3 scripts/bench_metrics.py [--repetitions 5] [--seconds 3] [--https]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import peers  # noqa: E402
+from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))
+HOSTILE = 1000
+DEADLINE_MS = 1000
+
+# The attacker: a separate process, so its own CPU shows up as what it is.
+ATTACKER = r"""
+import resource, selectors, socket, sys, time
+port, count, https = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 100)), hard))
+if https:  # the first bytes of a TLS ClientHello record
+    drip = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]) + bytes(32)
+else:      # a request head that never ends
+    drip = b"GET /metrics HTTP/1.1\r\nHost: memrelay\r\n" + b"X-Slow: " + b"a" * 200
+sel = selectors.DefaultSelector()
+conns = {}  # socket -> bytes sent so far (None: silent)
+def open_one(i):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    except OSError:
+        s.close()
+        return
+    conns[s] = 0 if i % 2 else None
+    sel.register(s, selectors.EVENT_READ)
+for i in range(count):
+    open_one(i)
+print("ready", flush=True)
+next_drip = time.monotonic() + 1
+while True:
+    for key, _ in sel.select(timeout=0.1):
+        s = key.fileobj
+        try:
+            data = s.recv(4096)
+        except OSError:
+            data = b""
+        if not data:  # memrelay closed it: a new one takes its place
+            sel.unregister(s)
+            slow = conns.pop(s) is not None
+            s.close()
+            open_one(1 if slow else 0)
+    while len(conns) < count:
+        open_one(len(conns))
+    if time.monotonic() >= next_drip:
+        next_drip += 1
+        for s, sent in list(conns.items()):
+            if sent is not None and sent < len(drip):
+                try:
+                    s.send(drip[sent:sent + 1])
+                    conns[s] = sent + 1
+                except OSError:
+                    pass
+"""
+
+
+def certificates(work: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost and its key, made with openssl."""
+    cert, key = work / "cert.pem", work / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def scrape(port: int, context: ssl.SSLContext | None, timeout: float = 5.0) -> float | None:
+    """One `GET /metrics` on a new connection: seconds from connect to the whole answer, or None
+    when it was not answered 200 with the whole exposition."""
+    started = time.perf_counter()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+            sock = context.wrap_socket(raw, server_hostname="localhost") if context else raw
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            answer = bytearray()
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+    except (OSError, ssl.SSLError):
+        return None
+    if not answer.startswith(b"HTTP/1.1 200") or not answer.rstrip().endswith(b"# EOF"):
+        return None
+    return time.perf_counter() - started
+
+
+def scrape_for(port: int, context: ssl.SSLContext | None, seconds: float) -> dict:
+    """Scrapes back to back for `seconds`: the p99 (µs) of those answered, and how many failed."""
+    times, failed = [], 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        took = scrape(port, context)
+        if took is None:
+            failed += 1
+        else:
+            times.append(took * 1e6)
+    times.sort()
+    p99 = times[min(len(times) - 1, int(0.99 * len(times)))] if times else float("nan")
+    return {"scrape_p99_us": p99, "scrape_p50_us": times[len(times) // 2] if times else float("nan"),
+            "scrapes": len(times), "failed": failed}
+
+
+def run_load(port: int, seconds: float, out: Path) -> dict:
+    argv = [peers.find("memrelay-bench", BIN, "run `make build`"), "--server", f"127.0.0.1:{port}",
+            "--threads", "1", "--clients", "16", "--ratio", "1:9", "--key-maximum", "9999",
+            "--test-time", str(seconds), "--json-out", str(out), "--quiet"]
+    subprocess.run(argv, check=True, timeout=seconds + 60, stdout=subprocess.DEVNULL)
+    totals = json.loads(out.read_text())["totals"]
+    return {"client_p99_us": totals["latency_us"]["p99"], "throughput": totals["ops_per_sec"]}
+
+
+def one_run(plain: int, metrics: int, context: ssl.SSLContext | None, seconds: float, out: Path) -> dict:
+    """Scrapes and memcached clients side by side for `seconds`."""
+    result: dict = {}
+    load = threading.Thread(target=lambda: result.update(run_load(plain, seconds, out)))
+    load.start()
+    result.update(scrape_for(metrics, context, seconds))
+    load.join()
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--https", action="store_true", help="/metrics over HTTPS")
+    parser.add_argument("--json-out", type=Path, default=None)
+    args = parser.parse_args()
+    if os.environ.get("BENCH_QUICK"):
+        args.repetitions, args.seconds = 2, 1.0
+    scheme = "https" if args.https else "http"
+    json_out = args.json_out or ROOT / "results" / "bench" / f"metrics-{scheme}.json"
+    procs = Processes()
+    runs: dict[str, list[dict]] = {"quiet": [], "attacked": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="memrelay-metrics-") as tmp:
+            work = Path(tmp)
+            server = free_port()
+            argv = [peers.find("memcached", BIN, "install memcached"), "-l", "127.0.0.1", "-p", str(server), "-U", "0"]
+            argv += ["-u", "root"] if os.geteuid() == 0 else []
+            wait_for_port(server, procs.start(argv, work / "memcached.log"))
+            plain, metrics = free_port(), free_port()
+            argv = [peers.find("memrelay", BIN, "run `make build`"), "--listen", f"127.0.0.1:{plain}",
+                    "--server", f"127.0.0.1:{server}", "--threads", "1",
+                    "--metrics-listen", f"127.0.0.1:{metrics}", "--metrics-timeout-ms", str(DEADLINE_MS)]
+            context = None
+            if args.https:
+                cert, key = certificates(work)
+                argv += ["--metrics-tls-cert", str(cert), "--metrics-tls-key", str(key)]
+                context = ssl.create_default_context(cafile=str(cert))
+            relay = procs.start(argv, work / "memrelay.log")
+            wait_for_port(plain, relay)
+            wait_for_port(metrics, relay)
+            total = 2 * args.repetitions
+            for _ in range(args.repetitions):
+                for kind in ("quiet", "attacked"):
+                    done = len(runs["quiet"]) + len(runs["attacked"])
+                    print(f"[{done + 1}/{total}] {kind}: {args.seconds:g} s of scrapes ({scheme}) and 16 clients"
+                          + (f" beside {HOSTILE:,} hostile connections" if kind == "attacked" else ""), flush=True)
+                    attacker = None
+                    if kind == "attacked":
+                        attacker = procs.start([sys.executable, "-c", ATTACKER, str(metrics), str(HOSTILE),
+                                                "1" if args.https else "0"], work / "attacker.log")
+                        wait_for_line(work / "attacker.log", "ready", attacker)
+                    try:
+                        runs[kind].append(one_run(plain, metrics, context, args.seconds, work / "bench.json"))
+                    finally:
+                        if attacker is not None:
+                            attacker.kill()
+                            attacker.wait()
+                    if relay.poll() is not None:
+                        raise RuntimeError(f"memrelay exited ({relay.returncode}): {(work / 'memrelay.log').read_text()}")
+    finally:
+        procs.stop_all()
+    summary = {kind: {key: statistics.median(r[key] for r in rs)
+                      for key in ("scrape_p99_us", "scrape_p50_us", "client_p99_us", "throughput")}
+               | {"scrapes": sum(r["scrapes"] for r in rs), "failed": sum(r["failed"] for r in rs)}
+               for kind, rs in runs.items()}
+    ratio = summary["attacked"]["scrape_p99_us"] / summary["quiet"]["scrape_p99_us"]
+    print(f"\n/metrics over {scheme.upper()}: medians of {args.repetitions} × {args.seconds:g} s, "
+          f"scrapes back to back beside 16 memcached clients")
+    print(f"{'':<40}{'scrape p50':>12}{'scrape p99':>12}{'failed':>12}{'client p99':>12}")
+    for kind, label in (("quiet", "alone"), ("attacked", f"beside {HOSTILE:,} hostile connections")):
+        s = summary[kind]
+        failed = f"{s['failed']}/{s['scrapes'] + s['failed']}"
+        print(f"{label:<40}{s['scrape_p50_us']:>9,.0f} µs{s['scrape_p99_us']:>9,.0f} µs{failed:>12}"
+              f"{s['client_p99_us']:>9,.0f} µs")
+    print(f"scrape p99 ratio {ratio:.2f}×")
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps({"scheme": scheme, "runs": runs, "summary": summary, "scrape_p99_ratio": ratio},
+                                   indent=2))
+    print(f"written: {json_out}")
+    return 0
+
+
+def wait_for_line(log: Path, line: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and line in log.read_text():
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"the attacker exited: {log.read_text()}")
+        time.sleep(0.05)
+    raise RuntimeError(f"the attacker did not get ready in {timeout:g} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
