@@ -2,9 +2,13 @@
 # `make bench`: memcached direct, twemproxy, memcached's proxy ($MEMCACHED_PROXY) and memrelay evented
 # with 1 and K threads side by side (see scripts/bench_proxies.py --help; extra arguments are
 # passed on to it, e.g. --profile or --measurement-cost), then other clients' p99 beside 1,000
-# stalled TLS handshakes (scripts/bench_handshakes.py).
+# stalled TLS handshakes (scripts/bench_handshakes.py), then the metrics endpoint's scrape p99
+# beside 1,000 hostile connections, over HTTP and HTTPS (scripts/bench_metrics.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 scripts/bench_proxies.py "$@"
 # Slow and half-open TLS handshakes beside ordinary clients (their p99 with and without).
 python3 scripts/bench_handshakes.py
+# Idle and dribbling connections to /metrics beside honest scrapes (their p99 with and without).
+python3 scripts/bench_metrics.py
+python3 scripts/bench_metrics.py --https

@@ -70,7 +70,7 @@ def open_one(i):
 for i in range(count):
     open_one(i)
 print("ready", flush=True)
-next_drip = time.monotonic() + 1
+next_drip, closed = time.monotonic() + 1, 0
 while True:
     for key, _ in sel.select(timeout=0.1):
         s = key.fileobj
@@ -83,10 +83,12 @@ while True:
             slow = conns.pop(s) is not None
             s.close()
             open_one(1 if slow else 0)
+            closed += 1
     while len(conns) < count:
         open_one(len(conns))
     if time.monotonic() >= next_drip:
         next_drip += 1
+        print("closed by memrelay", closed, flush=True)
         for s, sent in list(conns.items()):
             if sent is not None and sent < len(drip):
                 try:
@@ -211,6 +213,8 @@ def main() -> int:
                         if attacker is not None:
                             attacker.kill()
                             attacker.wait()
+                    if attacker is not None:
+                        runs[kind][-1]["hostile_closed"] = closed_by_memrelay(work / "attacker.log")
                     if relay.poll() is not None:
                         raise RuntimeError(f"memrelay exited ({relay.returncode}): {(work / 'memrelay.log').read_text()}")
     finally:
@@ -220,6 +224,7 @@ def main() -> int:
                | {"scrapes": sum(r["scrapes"] for r in rs), "failed": sum(r["failed"] for r in rs)}
                for kind, rs in runs.items()}
     ratio = summary["attacked"]["scrape_p99_us"] / summary["quiet"]["scrape_p99_us"]
+    closed = sum(r.get("hostile_closed", 0) for r in runs["attacked"])
     print(f"\n/metrics over {scheme.upper()}: medians of {args.repetitions} × {args.seconds:g} s, "
           f"scrapes back to back beside 16 memcached clients")
     print(f"{'':<40}{'scrape p50':>12}{'scrape p99':>12}{'failed':>12}{'client p99':>12}")
@@ -228,12 +233,19 @@ def main() -> int:
         failed = f"{s['failed']}/{s['scrapes'] + s['failed']}"
         print(f"{label:<40}{s['scrape_p50_us']:>9,.0f} µs{s['scrape_p99_us']:>9,.0f} µs{failed:>12}"
               f"{s['client_p99_us']:>9,.0f} µs")
-    print(f"scrape p99 ratio {ratio:.2f}×")
+    print(f"scrape p99 ratio {ratio:.2f}×; hostile connections memrelay closed (a new one took each one's place): "
+          f"{closed:,}")
     json_out.parent.mkdir(parents=True, exist_ok=True)
-    json_out.write_text(json.dumps({"scheme": scheme, "runs": runs, "summary": summary, "scrape_p99_ratio": ratio},
-                                   indent=2))
+    json_out.write_text(json.dumps({"scheme": scheme, "runs": runs, "summary": summary, "scrape_p99_ratio": ratio,
+                                    "hostile_closed": closed}, indent=2))
     print(f"written: {json_out}")
     return 0
+
+
+def closed_by_memrelay(log: Path) -> int:
+    """The attacker's last count of its connections memrelay closed (0 before its first report)."""
+    counts = [int(line.split()[-1]) for line in log.read_text().splitlines() if line.startswith("closed by memrelay")]
+    return counts[-1] if counts else 0
 
 
 def wait_for_line(log: Path, line: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:

@@ -226,6 +226,26 @@ def test_the_handshake_bench_holds_stalled_handshakes_and_memrelay_closes_them(t
     assert all(r["p99_us"] > 0 for kind in ("quiet", "attacked") for r in result["runs"][kind])
 
 
+@pytest.mark.parametrize("https", [False, True], ids=["http", "https"])
+def test_the_metrics_bench_keeps_hostile_connections_coming_and_scrapes_answered(tmp_path, https):
+    """scripts/bench_metrics.py end to end (quick): its attacker really keeps memrelay's metrics
+    port busy (memrelay closed at least a thousand of its connections, each replaced at once),
+    memrelay lives through it (the bench fails if it exits), and scrapes are answered beside it
+    in every run. The p99s are the bench's to report, not a test's: timing."""
+    import json
+    import subprocess
+
+    out = tmp_path / "metrics.json"
+    env = dict(os.environ, BENCH_QUICK="1", MEMRELAY_BIN_DIR=str(BIN))
+    argv = [sys.executable, str(REPO / "scripts" / "bench_metrics.py"), "--json-out", str(out)]
+    subprocess.run(argv + (["--https"] if https else []), check=True, env=env, timeout=300,
+                   stdout=subprocess.DEVNULL)
+    result = json.loads(out.read_text())
+    assert result["scheme"] == ("https" if https else "http")
+    assert result["hostile_closed"] >= 1000
+    assert all(r["scrapes"] > 0 for kind in ("quiet", "attacked") for r in result["runs"][kind])
+
+
 def test_tls_rows_take_memrelay_with_tls_both_ways_and_say_why_peers_cannot(tmp_path):
     """No processes: the TLS layout's argv and cannot-reasons (memrelay's --help decides)."""
     assert peers.command("twemproxy", "tls1", 1, [2], tmp_path, BIN).reason.startswith("cannot")
