@@ -41,11 +41,13 @@ fn a_stopped_server_costs_at_most_k_timeouts_then_fails_fast(engine: &str) {
         let reply = c.set("k", b"w");
         let took = started.elapsed();
         assert!(reply.starts_with("SERVER_ERROR "), "{reply}");
-        if took >= Duration::from_millis(TIMEOUT_MS * 3 / 4) {
+        // Told apart by the reason memrelay gives, not by the clock (a loaded machine can make a
+        // failure at once take as long as a timeout): a timeout waited for the server; "down",
+        // or (before the count is reached) a connection still backing off, did not.
+        if reply.contains("server timeout") {
+            assert!(took >= Duration::from_millis(TIMEOUT_MS * 3 / 4), "a timeout after {took:?}");
             slow += 1;
         } else {
-            assert!(took < Duration::from_millis(200), "a request to a down server took {took:?}");
-            // Down, or (before the count is reached) a connection still backing off.
             assert!(reply.contains("server down") || reply.contains("server unavailable"), "{reply}");
             fast += 1;
         }
