@@ -82,7 +82,11 @@ pub fn wait_listening(child: &mut Child, port: u16, what: &str) -> Ready {
         if owns_listener(child.id(), port) && TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ready::Listening;
         }
-        assert!(Instant::now() < deadline, "{what} did not listen on port {port} within {START_TIMEOUT:?}");
+        if Instant::now() >= deadline {
+            // Not left running behind the failed test.
+            kill_and_reap(child);
+            panic!("{what} did not listen on port {port} within {START_TIMEOUT:?}");
+        }
         thread::sleep(Duration::from_millis(5));
     }
 }
