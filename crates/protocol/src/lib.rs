@@ -7,6 +7,7 @@
 //!   one file per command family.
 //! - [`reply`]: incremental, resumable parsing of server replies (`VALUE … END`, status lines,
 //!   `STAT … END`).
+//! - [`reply_stream`]: a reply forwarded as it arrives (values of any length, bounded buffers).
 //! - [`compose`]: writing requests and replies into a caller-owned `Vec<u8>`.
 //! - [`limits`]: the limits the parser enforces (key length, value size, line length).
 //!
@@ -19,10 +20,12 @@ pub mod fuzzing;
 mod lexer;
 pub mod limits;
 pub mod reply;
+pub mod reply_stream;
 pub mod request;
 
 pub use limits::Limits;
 pub use reply::{value_block, Expect, Reply, ReplyError, ReplyParser, Status};
+pub use reply_stream::{ReplyStream, Streamed};
 pub use request::{parse_request, Command, ErrorReply, Invalid, Request};
 
 pub(crate) use lexer::{find_newline, parse_u64, read_i32, read_u32, read_u64, tokens, trim_cr};

@@ -301,15 +301,8 @@ impl ReplyParser {
                     trailer: 0,
                 });
             }
-            b"HD" => Status::Done,
-            b"EN" => Status::Miss,
-            b"NF" => Status::NotFound,
-            b"NS" => Status::NotStored,
-            b"EX" => Status::Exists,
-            b"ME" => Status::Debug,
-            b"MN" => Status::Noop,
-            _ => match classify_line(line, Expect::Meta) {
-                Some((status, _)) => status,
+            _ => match meta_status(line) {
+                Some(status) => status,
                 None => return Parse::Invalid(ReplyError::Unexpected),
             },
         };
@@ -321,9 +314,24 @@ impl ReplyParser {
     }
 }
 
+/// The status of a meta reply line without a value (`HD`, `EN`, … or an error line).
+pub(crate) fn meta_status(line: &[u8]) -> Option<Status> {
+    let code = tokens(line).map(|(_, t)| t).next().unwrap_or_default();
+    Some(match code {
+        b"HD" => Status::Done,
+        b"EN" => Status::Miss,
+        b"NF" => Status::NotFound,
+        b"NS" => Status::NotStored,
+        b"EX" => Status::Exists,
+        b"ME" => Status::Debug,
+        b"MN" => Status::Noop,
+        _ => classify_line(line, Expect::Meta)?.0,
+    })
+}
+
 /// The data length of a well-formed `VALUE <key> <flags> <bytes> [<cas>]` line: a key memcached
 /// could store, flags that fit 32 bits, a cas that fits 64, nothing more.
-fn value_length(line: &[u8]) -> Option<usize> {
+pub(crate) fn value_length(line: &[u8]) -> Option<usize> {
     let mut fields = tokens(line).map(|(_, t)| t);
     let (_value, key, flags, bytes) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
     let cas_ok = fields.next().is_none_or(|cas| parse_u64(cas).is_some());
@@ -350,7 +358,7 @@ pub fn value_block(body: &[u8]) -> Option<(Range<usize>, usize)> {
 }
 
 /// A single-line reply: an error line is valid whatever was expected.
-fn classify_line(line: &[u8], expect: Expect) -> Option<(Status, u64)> {
+pub(crate) fn classify_line(line: &[u8], expect: Expect) -> Option<(Status, u64)> {
     let status = match line {
         b"ERROR" => Status::Error,
         _ if line.starts_with(b"CLIENT_ERROR") => Status::ClientError,
