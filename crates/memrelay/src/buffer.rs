@@ -83,6 +83,16 @@ impl ReadBuffer {
     }
 }
 
+/// Empties `buffer`, and gives its memory back when it grew past `keep` (a buffer reused from
+/// request to request otherwise keeps the largest it ever held).
+pub fn clear_and_trim(buffer: &mut Vec<u8>, keep: usize) {
+    if buffer.capacity() > keep {
+        *buffer = Vec::new();
+    } else {
+        buffer.clear();
+    }
+}
+
 /// When the bytes still waiting in a client's [`ReadBuffer`] arrived: per read, how many of its
 /// bytes are left and when it happened. A request's arrival is the read that brought its first
 /// byte, also when it arrived behind requests still waiting in the buffer.

@@ -29,7 +29,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use memrelay_protocol::Request;
+use memrelay_protocol::{Command, Request, Status};
 
 use super::reply::{primary_took, Answer, Finished};
 use super::rewrite::{Outgoing, Stage};
@@ -88,6 +88,9 @@ pub(crate) struct Exchange {
     /// A warm read under way: the cold server its miss came from.
     warming: Option<usize>,
     replicas: Vec<usize>,
+    /// Bytes of the answer went to the client as they arrived ([`super::stream`]): the
+    /// answer is the reply, there is no further round.
+    streamed: bool,
 }
 
 impl Default for Exchange {
@@ -109,6 +112,7 @@ impl Default for Exchange {
             avoided: Vec::new(),
             warming: None,
             replicas: Vec::new(),
+            streamed: false,
         }
     }
 }
@@ -173,6 +177,7 @@ impl Exchange {
         self.avoided.clear();
         self.warming = None;
         self.failover = false;
+        self.streamed = false;
         self.key.clear();
         self.key.extend_from_slice(&placement_key(request, input));
         self.policy = router.write_policy_of(request, input);
@@ -230,6 +235,30 @@ impl Exchange {
         }
     }
 
+    /// Whether the answer of this round's one target may go to the client as it arrives: a
+    /// read forwarded to one server whose reply the client gets as the server wrote it (no
+    /// merge, no pick among replicas, no rewrite, no second look at a value: not a warm read,
+    /// not an `mg` whose win flags may send it to the primary).
+    pub fn may_stream(&self, request: &Request) -> bool {
+        let reads_values =
+            matches!(request.command, Command::Get | Command::Gets | Command::Gat | Command::Gats | Command::MetaGet);
+        reads_values
+            && matches!(self.plan, Plan::Forward(_))
+            && self.stage == Stage::Request
+            && !request.noreply
+            && !win::applies(request, self.plan)
+    }
+
+    /// The engine began to send the answer to the client: whatever follows (its end, or a
+    /// failure that cuts it), there is no other round and nothing more to write.
+    pub fn note_streamed(&mut self) {
+        self.streamed = true;
+    }
+
+    pub fn streamed(&self) -> bool {
+        self.streamed
+    }
+
     /// Every target of the round has answered (`answer(i)` is target i's answer): the next
     /// step. `budget` limits warm reads; `now` is the time the round ended.
     #[allow(clippy::too_many_arguments)]
@@ -243,7 +272,7 @@ impl Exchange {
         budget: &mut warm::Budget,
         now: Instant,
     ) -> Step {
-        if self.round == Round::Last {
+        if self.round == Round::Last || self.streamed {
             return Step::Finish;
         }
         if self.failover && request.command.is_read() {
@@ -362,6 +391,9 @@ impl Exchange {
                 }
             }
         }
+        if self.streamed {
+            return streamed_outcome(request, answer(0), out);
+        }
         let finished = Finished {
             request,
             input,
@@ -388,6 +420,22 @@ impl Exchange {
     pub fn holds_back_later_requests(&self) -> bool {
         self.plan == Plan::PrimaryFirst
     }
+}
+
+/// The outcome of a request whose answer went to the client as it arrived (`out` stays
+/// empty): a complete reply counts its hits, a cut one (the server failed mid-stream, the
+/// client stopped reading, `--max-reply-bytes` was crossed) is an error.
+fn streamed_outcome(request: &Request, answer: Answer<'_>, out: &mut Vec<u8>) -> Outcome {
+    out.clear();
+    let keys = request.key_count as u32;
+    let mut outcome = Outcome { keys, error: true, ..Outcome::default() };
+    if let Answer::Replied(reply, _) = answer {
+        outcome.error = reply.status.is_error();
+        let hits = if request.command == Command::MetaGet { u32::from(reply.status == Status::Value) } else { reply.items };
+        outcome.hits = hits;
+        outcome.misses = keys.saturating_sub(hits);
+    }
+    outcome
 }
 
 /// Table tests of the policy, no sockets: each decision the two engines once made differently

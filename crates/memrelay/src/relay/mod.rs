@@ -8,6 +8,7 @@ pub(crate) mod pick;
 pub(crate) mod reply;
 pub(crate) mod rewrite;
 pub(crate) mod stats;
+pub(crate) mod stream;
 pub(crate) mod warm;
 pub(crate) mod win;
 

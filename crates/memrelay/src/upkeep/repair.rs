@@ -22,7 +22,9 @@ use memrelay_protocol::{compose, Command, Expect, Status};
 use super::spool::Spool;
 use crate::generation::{Current, Generation};
 use crate::relay::warm;
-use crate::upstream::conn::ServerConn;
+use crate::relay::stream::HOLD_LIMIT;
+use crate::upstream::conn::{Received, ServerConn};
+use crate::upstream::failure::Failure;
 use crate::upstream::health::Health;
 use crate::upstream::registry::{Registry, MAX_SERVER_IDS};
 use crate::upstream::repair_set::Work;
@@ -155,8 +157,13 @@ impl RepairThread {
     fn exchange(&mut self, server: usize, bytes: &[u8], expect: Expect, timeout: Duration) -> Option<Status> {
         let deadline = Instant::now() + timeout;
         let conn = self.conn(server, timeout);
-        let result = conn.send(bytes, deadline).and_then(|()| conn.receive(expect, deadline));
-        match result {
+        // A value is at most the value size limit: held whole, never streamed.
+        let whole = |received| match received {
+            Received::Whole(reply) => Ok(reply),
+            Received::Long => Err(Failure::TooLarge),
+        };
+        let result = conn.send(bytes, deadline).and_then(|()| conn.receive(expect, deadline, usize::MAX, HOLD_LIMIT));
+        match result.and_then(whole) {
             Ok(reply) => {
                 self.health.answered(server);
                 Some(reply.status)

@@ -29,6 +29,15 @@ const LAST_TRY: Duration = Duration::from_micros(200);
 /// A connection unused for longer than this is checked before it is used again.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
 
+/// What [`ServerConn::receive`] got.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Received {
+    /// A whole reply.
+    Whole(Reply),
+    /// The start of a reply too long to hold whole: it is in `input`, the rest to be streamed.
+    Long,
+}
+
 pub(crate) struct ServerConn {
     pub addr: SocketAddr,
     /// TLS to the server, when it is on.
@@ -38,6 +47,8 @@ pub(crate) struct ServerConn {
     backoff: Backoff,
     /// Reply bytes; after [`ServerConn::receive`] the reply is `input.pending()[..reply.consumed]`.
     pub input: ReadBuffer,
+    /// The longest value a reply may carry.
+    pub max_value_len: usize,
     parser: ReplyParser,
     /// The reply the last successful `receive` parsed.
     reply: Option<Reply>,
@@ -56,6 +67,7 @@ impl ServerConn {
             timeout,
             backoff: Backoff::new(backoff::RECONNECT),
             input: ReadBuffer::new(READ_CHUNK),
+            max_value_len,
             parser: ReplyParser::new(Expect::Line).with_max_value_len(max_value_len),
             reply: None,
             last_used: Instant::now(),
@@ -95,29 +107,69 @@ impl ServerConn {
         result.map_err(|failure| self.fail(failure))
     }
 
-    /// Reads one reply of the expected shape; it is `self.input[..reply.consumed]`.
-    pub fn receive(&mut self, expect: Expect, deadline: Instant) -> Result<Reply, Failure> {
+    /// Reads one reply of the expected shape; it is `self.input[..reply.consumed]`. A reply
+    /// whose buffered part reaches `stream_after` before it is complete is handed back as
+    /// [`Received::Long`] (the caller streams the rest, [`ServerConn::read_more`]); one that
+    /// grows past `hold` fails ([`Failure::TooLarge`]). The deadline moves while bytes arrive:
+    /// a reply times out when the server stalls, not when it is long.
+    pub fn receive(
+        &mut self,
+        expect: Expect,
+        mut deadline: Instant,
+        stream_after: usize,
+        hold: usize,
+    ) -> Result<Received, Failure> {
         self.parser.reset(expect);
-        let result = self.read_reply(deadline);
-        self.reply = result.ok();
-        if result.is_ok() {
+        let result = self.read_reply(&mut deadline, stream_after, hold);
+        self.reply = match result {
+            Ok(Received::Whole(reply)) => Some(reply),
+            _ => None,
+        };
+        if matches!(result, Ok(Received::Whole(_))) {
             self.last_used = Instant::now();
         }
         result.map_err(|failure| self.fail(failure))
     }
 
-    fn read_reply(&mut self, deadline: Instant) -> Result<Reply, Failure> {
-        let stream = self.stream.as_mut().ok_or(Failure::Unavailable)?;
-        let mut last_try = false;
+    fn read_reply(&mut self, deadline: &mut Instant, stream_after: usize, hold: usize) -> Result<Received, Failure> {
         loop {
             match self.parser.parse(self.input.pending()) {
                 // One request is outstanding: bytes past its reply were never asked for, and
                 // the stream can no longer be trusted to line up with requests.
                 Parse::Complete(reply) if self.input.pending().len() > reply.consumed => return Err(Failure::BadReply),
-                Parse::Complete(reply) => return Ok(reply),
+                Parse::Complete(reply) => return Ok(Received::Whole(reply)),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
+                Parse::Incomplete if self.input.len() >= stream_after => return Ok(Received::Long),
+                Parse::Incomplete if self.input.len() > hold => return Err(Failure::TooLarge),
                 Parse::Incomplete => {}
             }
+            self.fill(deadline)?;
+        }
+    }
+
+    /// One more read of a reply being streamed ([`Received::Long`]); a failure drops the
+    /// connection as [`ServerConn::receive`]'s do.
+    pub fn read_more(&mut self, deadline: &mut Instant) -> Result<(), Failure> {
+        self.fill(deadline).map_err(|failure| self.fail(failure))
+    }
+
+    /// A streamed reply is through: the connection is in step again.
+    pub fn streamed(&mut self) {
+        self.last_used = Instant::now();
+    }
+
+    /// A streamed reply was cut off (by the server, the client or the reply limit): the
+    /// connection is out of step and is dropped.
+    pub fn abandon(&mut self, failure: Failure) -> Failure {
+        self.fail(failure)
+    }
+
+    /// Reads what arrives before `deadline`, which moves on by the server timeout each time
+    /// bytes arrive (a reply still arriving is not late).
+    fn fill(&mut self, deadline: &mut Instant) -> Result<(), Failure> {
+        let stream = self.stream.as_mut().ok_or(Failure::Unavailable)?;
+        let mut last_try = false;
+        loop {
             // Past the deadline (another target of the same request took the time), a reply
             // that has already arrived still counts: one last, nearly non-blocking read.
             let left = match deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
@@ -131,8 +183,14 @@ impl ServerConn {
             stream.set_read_timeout(Some(left)).map_err(|e| Failure::from_io(&e))?;
             match self.input.read_from(stream) {
                 Ok(Filled::Eof) => return Err(Failure::Reset),
-                Ok(Filled::Bytes { .. }) => {}
+                Ok(Filled::Bytes { .. }) => {
+                    *deadline = (*deadline).max(Instant::now() + self.timeout);
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if last_try && matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    return Err(Failure::Timeout)
+                }
                 Err(e) => return Err(stream.failure(&e)),
             }
         }
@@ -154,8 +212,9 @@ impl ServerConn {
     fn fail(&mut self, failure: Failure) -> Failure {
         self.stream = None;
         self.input.clear();
-        // memrelay's own lack of descriptors or memory is not the server's: no backoff.
-        if failure != Failure::Local {
+        // memrelay's own lack of descriptors or memory, its refusal to hold a reply, a client
+        // that cut a reply off: not the server's, no backoff.
+        if failure.is_the_servers() {
             self.backoff.failed(Instant::now());
         }
         failure
@@ -176,6 +235,11 @@ impl ServerConn {
 
     pub fn last_reply(&self) -> Option<Reply> {
         self.reply
+    }
+
+    /// What a streamed reply said (its bytes are gone): the exchange's answer from it.
+    pub fn set_reply(&mut self, reply: Reply) {
+        self.reply = Some(reply);
     }
 }
 

@@ -24,6 +24,12 @@ pub enum Failure {
     /// memrelay itself ran out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) while
     /// reaching the server: never the server's failure.
     Local,
+    /// A reply that must be held whole grew past the most memrelay holds
+    /// ([`crate::relay::stream`]): memrelay's refusal, not the server's failure.
+    TooLarge,
+    /// The client stopped taking the reply streaming to it (or left): the server's reply was cut
+    /// off on memrelay's side, not the server's failure.
+    ClientGone,
 }
 
 impl Failure {
@@ -37,6 +43,8 @@ impl Failure {
             Failure::Down => "server down",
             Failure::Repairing => "server being repaired",
             Failure::Local => "memrelay out of descriptors or memory",
+            Failure::TooLarge => "reply too large",
+            Failure::ClientGone => "client stopped reading",
         }
     }
 
@@ -54,9 +62,10 @@ impl Failure {
 
 impl Failure {
     /// Whether this counts against the server's health: not when nothing was sent to it (down,
-    /// being repaired) or when memrelay itself lacked the resources to reach it.
+    /// being repaired), when memrelay itself lacked the resources to reach it or refused to hold
+    /// its reply, or when the client cut the reply off.
     pub fn is_the_servers(self) -> bool {
-        !matches!(self, Failure::Down | Failure::Repairing | Failure::Local)
+        !matches!(self, Failure::Down | Failure::Repairing | Failure::Local | Failure::TooLarge | Failure::ClientGone)
     }
 }
 

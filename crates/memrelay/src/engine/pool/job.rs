@@ -23,8 +23,15 @@ pub(crate) struct Job {
     /// The reply to the client; `reply[written..]` is what the socket did not take.
     pub reply: Vec<u8>,
     pub written: usize,
+    /// The reply streaming to the client was cut off: the client's connection must close (it
+    /// has part of a reply and nothing can complete it).
+    pub cut: bool,
     pub times: Timestamps,
 }
+
+/// A buffer larger than this is given back when its job is recycled (one large value must not
+/// keep its memory with the job for ever).
+const KEEP_CAPACITY: usize = 64 * 1024;
 
 impl Job {
     pub fn new() -> Box<Job> {
@@ -36,16 +43,19 @@ impl Job {
             rr: 0,
             reply: Vec::new(),
             written: 0,
+            cut: false,
             times: Timestamps::at(Instant::now()),
         })
     }
 
-    /// Empties the job for reuse, keeping its buffers' capacity.
+    /// Empties the job for reuse, keeping its buffers' capacity unless a large request or
+    /// reply grew them.
     pub fn recycle(&mut self) {
         self.socket = None;
-        self.input.clear();
+        crate::buffer::clear_and_trim(&mut self.input, KEEP_CAPACITY);
         self.request = None;
-        self.reply.clear();
+        crate::buffer::clear_and_trim(&mut self.reply, KEEP_CAPACITY);
         self.written = 0;
+        self.cut = false;
     }
 }

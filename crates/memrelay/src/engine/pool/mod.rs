@@ -10,6 +10,7 @@
 //! Stopping goes in order: the net thread first (nothing new is queued), then the workers drain
 //! the queue, then the stats thread writes the summary once every recorder is gone.
 
+mod client_stream;
 mod job;
 mod net;
 mod worker;

@@ -205,6 +205,9 @@ impl Scheduler for NetThread {
             let slot = job.client;
             if let Some(session) = self.clients.sessions.get_mut(slot) {
                 session.engine.busy = false;
+                // Part of a reply went out and the rest never will: the client can only be told
+                // by closing its connection.
+                session.io.broken |= job.cut;
                 if job.written < job.reply.len() {
                     session.io.output().extend_from_slice(&job.reply[job.written..]);
                 }

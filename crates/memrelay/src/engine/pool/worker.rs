@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use memrelay_protocol::{parse_request, Limits, Parse, Request};
+use mio::net::TcpStream;
 
+use super::client_stream;
 use super::job::Job;
 use crate::generation::{Current, Generation};
 use crate::measure::metrics::{kind_of, Recorder};
@@ -18,7 +20,8 @@ use crate::relay::reply::Answer;
 use crate::relay::warm::Budget;
 use crate::settings::Settings;
 use crate::startup::Runtime;
-use crate::upstream::conn::ServerConn;
+use crate::relay::stream::{HOLD_LIMIT, STREAM_AFTER};
+use crate::upstream::conn::{Received, ServerConn};
 use crate::upstream::failure::Failure;
 use crate::upstream::health::Health;
 use crate::upstream::registry::Registry;
@@ -132,7 +135,11 @@ impl Worker {
         let router = &self.generation.router;
         let mut step = exchange.start(&request, &job.input, job.rr, router, policy, &*self.health, Instant::now());
         while let Step::Send { from, deadline } = step {
-            self.round(&exchange, &request, &job.input, from, deadline);
+            let client = job.socket.as_deref().filter(|_| exchange.may_stream(&request));
+            if let Some(streamed) = self.round(&exchange, &request, &job.input, from, deadline, client) {
+                exchange.note_streamed();
+                job.cut = streamed.is_err();
+            }
             let (router, answer) = (&self.generation.router, answers(&self.servers, &self.results));
             let (health, now) = (&*self.health, Instant::now());
             step = exchange.next(&request, &job.input, answer, router, health, &mut self.warm_budget, now);
@@ -171,7 +178,7 @@ impl Worker {
         let mut exchange = std::mem::take(&mut self.write_back);
         let step = exchange.start_to(cold, &request, bytes, &self.generation.router, timeout, Instant::now());
         if let Step::Send { from, deadline } = step {
-            self.round(&exchange, &request, bytes, from, deadline);
+            self.round(&exchange, &request, bytes, from, deadline, None);
         }
         let (servers, results) = (&self.servers, &self.results);
         let mut dropped = std::mem::take(&mut self.dropped);
@@ -190,8 +197,18 @@ impl Worker {
 
     /// One round of `exchange`: sends each target in `targets()[from..]` its bytes (unless the
     /// gate fails it at once), then reads every reply; `self.results[i]` says how target i went
-    /// (the results before `from` are kept).
-    fn round(&mut self, exchange: &Exchange, request: &Request, input: &[u8], from: usize, deadline: Instant) {
+    /// (the results before `from` are kept). With `client` (the request [may
+    /// stream](Exchange::may_stream)), a reply of a round of one target too long to hold goes to
+    /// the client as it arrives: then the stream's end (a cut stream is an error) is returned.
+    fn round(
+        &mut self,
+        exchange: &Exchange,
+        request: &Request,
+        input: &[u8],
+        from: usize,
+        deadline: Instant,
+        client: Option<&TcpStream>,
+    ) -> Option<Result<(), Failure>> {
         let outgoing = exchange.outgoing(request, input);
         let started = Instant::now();
         self.results.truncate(from);
@@ -213,9 +230,23 @@ impl Worker {
             self.results.push(result);
         }
         let expect = outgoing.expect();
+        let client = client.filter(|_| exchange.targets().len() == from + 1);
+        let stream_after = if client.is_some() { STREAM_AFTER } else { usize::MAX };
+        let mut streamed = None;
         for (i, &target) in exchange.targets().iter().enumerate().skip(from) {
             if let Ok(server) = self.results[i] {
-                self.results[i] = self.servers[server].receive(expect, deadline).map(|_| server).map_err(Sent);
+                let conn = &mut self.servers[server];
+                self.results[i] = match conn.receive(expect, deadline, stream_after, HOLD_LIMIT) {
+                    Ok(Received::Whole(_)) => Ok(server),
+                    Ok(Received::Long) => {
+                        let client = client.expect("only a round with a client streams");
+                        let patience = self.generation.server_timeout;
+                        let result = client_stream::stream_reply(conn, client, expect, deadline, patience);
+                        streamed = Some(result.map(|reply| conn.set_reply(reply)));
+                        result.map(|_| server).map_err(Sent)
+                    }
+                    Err(failure) => Err(Sent(failure)),
+                };
             }
             match self.results[i] {
                 Ok(_) => {
@@ -223,13 +254,16 @@ impl Worker {
                     self.recorder.server_latency(target, started.elapsed());
                 }
                 Err(Sent(failure)) => {
-                    self.recorder.server_failure(target);
+                    if failure.is_the_servers() {
+                        self.recorder.server_failure(target);
+                    }
                     self.health.failed(target, failure);
                 }
                 // Not sent: not the server's failure.
                 Err(Gated(_)) => {}
             }
         }
+        streamed
     }
 }
 

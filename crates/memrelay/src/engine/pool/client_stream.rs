@@ -1,0 +1,91 @@
+//! A reply a pool worker streams to its client ([`crate::relay::stream`]): the worker reads the
+//! server's reply and writes it to the client socket as it arrives, waiting on the socket when
+//! the client reads slowly, so a slow client slows the read from the server and never grows
+//! memrelay's memory. Time spent waiting on the client does not count against the server; a
+//! client that takes nothing for `patience` (the server timeout) is cut off.
+
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use memrelay_protocol::{Expect, Reply};
+use mio::net::TcpStream;
+
+use crate::relay::stream::{Move, Streaming, TOO_LARGE_LINE};
+use crate::upstream::conn::ServerConn;
+use crate::upstream::failure::Failure;
+
+/// Streams the reply whose start is in `conn.input` to `client`. On failure the server
+/// connection is dropped (it is out of step); [`Failure::ClientGone`] is the client's doing.
+pub(super) fn stream_reply(
+    conn: &mut ServerConn,
+    client: &TcpStream,
+    expect: Expect,
+    deadline: Instant,
+    patience: Duration,
+) -> Result<Reply, Failure> {
+    let mut streaming = Streaming::new(expect, conn.max_value_len, crate::access::max_reply_bytes());
+    let mut deadline = deadline;
+    loop {
+        let step = streaming.next(conn.input.pending());
+        let (send, consume): (&[u8], usize) = match step {
+            Move::Send(n) => (&conn.input.pending()[..n], n),
+            Move::Refuse(n) => (TOO_LARGE_LINE, n),
+            Move::Drop(n) => (&[], n),
+            Move::Incomplete => {
+                conn.read_more(&mut deadline)?;
+                continue;
+            }
+            Move::Done(reply) if conn.input.is_empty() => {
+                conn.streamed();
+                return Ok(reply);
+            }
+            // Bytes past the reply were never asked for, or it is no reply.
+            Move::Done(_) | Move::Invalid(_) => return Err(conn.abandon(Failure::BadReply)),
+        };
+        if !send.is_empty() {
+            if let Err(failure) = write_waiting(client, send, patience) {
+                return Err(conn.abandon(failure));
+            }
+            // The server is not late for the time the client took.
+            deadline = deadline.max(Instant::now() + patience);
+        }
+        conn.input.consume(consume);
+    }
+}
+
+/// Writes all of `bytes` to the non-blocking `socket`, waiting up to `patience` each time it
+/// is full.
+fn write_waiting(mut socket: &TcpStream, mut bytes: &[u8], patience: Duration) -> Result<(), Failure> {
+    while !bytes.is_empty() {
+        match socket.write(bytes) {
+            Ok(0) => return Err(Failure::ClientGone),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if !writable_within(socket, patience) {
+                    return Err(Failure::ClientGone);
+                }
+            }
+            Err(_) => return Err(Failure::ClientGone),
+        }
+    }
+    Ok(())
+}
+
+/// Waits until `socket` takes bytes again, at most `patience`.
+fn writable_within(socket: &TcpStream, patience: Duration) -> bool {
+    let until = Instant::now() + patience;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let mut fd = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+        let millis = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd for a socket this job holds open.
+        match unsafe { libc::poll(&mut fd, 1, millis) } {
+            n if n > 0 => return fd.revents & (libc::POLLERR | libc::POLLHUP) == 0,
+            0 => return false,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted && !left.is_zero() => {}
+            _ => return false,
+        }
+    }
+}
