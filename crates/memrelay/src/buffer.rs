@@ -27,8 +27,9 @@ pub enum Filled {
 }
 
 impl ReadBuffer {
+    /// A buffer that reads `chunk` bytes at a time; its memory is allocated at the first read.
     pub fn new(chunk: usize) -> ReadBuffer {
-        ReadBuffer { data: vec![0; chunk], start: 0, end: 0, chunk }
+        ReadBuffer { data: Vec::new(), start: 0, end: 0, chunk }
     }
 
     pub fn pending(&self) -> &[u8] {
@@ -54,6 +55,21 @@ impl ReadBuffer {
     pub fn clear(&mut self) {
         self.start = 0;
         self.end = 0;
+    }
+
+    /// Gives the memory of an empty buffer back if a long message grew it past its chunk.
+    pub fn trim(&mut self) {
+        if self.is_empty() && self.data.len() > self.chunk {
+            self.data = Vec::new();
+        }
+    }
+
+    /// Gives all the memory of an empty buffer back (an idle connection holds none; the next
+    /// read allocates one chunk again).
+    pub fn release(&mut self) {
+        if self.is_empty() {
+            self.data = Vec::new();
+        }
     }
 
     /// One read from `source` into the free room (made at least one chunk large first).

@@ -4,8 +4,15 @@
 
 use std::time::Instant;
 
-use super::requests::TargetResult;
-use super::thread::EventLoop;
+use memrelay_protocol::Reply;
+use mio::Registry;
+
+use super::requests::{Requests, TargetResult};
+use super::thread::{EventLoop, Replies};
+use super::upstream::{Downstream, Flow, Outstanding};
+use crate::client::ClientSide;
+use crate::measure::metrics::Recorder;
+use crate::relay::stream::CLIENT_BACKLOG;
 use crate::upstream::failure::Failure;
 
 impl EventLoop {
@@ -38,21 +45,18 @@ impl EventLoop {
         // completed afterwards, since completing may queue new requests on this connection.
         let mut completed = std::mem::take(&mut self.completed);
         completed.clear();
-        let (inflight, recorder) = (&mut self.inflight, &mut self.recorder);
-        let mut replies = 0;
-        let now = Instant::now();
-        let result = self.upstreams[server].on_readable(to_eof, |outstanding, reply, bytes| {
-            replies += 1;
-            recorder.server_latency(server, now.saturating_duration_since(outstanding.queued));
-            let entry = inflight.get_mut(outstanding.request);
-            let target = usize::from(outstanding.target);
-            if entry.generation == outstanding.generation
-                && entry.target_done(target, TargetResult::Replied(reply), bytes)
-            {
-                completed.push(outstanding.request);
-            }
-        });
-        if replies > 0 {
+        let mut down = Down {
+            server,
+            now: Instant::now(),
+            replies: 0,
+            inflight: &mut self.inflight,
+            clients: &mut self.clients,
+            registry: self.poll.registry(),
+            recorder: &mut self.recorder,
+            completed: &mut completed,
+        };
+        let result = self.upstreams[server].on_readable(to_eof, &mut down);
+        if down.replies > 0 {
             self.health.answered(server);
         }
         for &index in &completed {
@@ -66,11 +70,34 @@ impl EventLoop {
         }
     }
 
+    /// The client of a reply streaming from `server` took enough of it: reading goes on.
+    pub(super) fn resume_stream(&mut self, slot: usize) {
+        let Some(session) = self.clients.sessions.get(slot) else { return };
+        let Some(server) = session.engine.streaming_from else { return };
+        if session.io.unsent() <= CLIENT_BACKLOG / 2 && self.upstreams[server].paused() {
+            self.upstreams[server].resume(false);
+            self.upstream_readable(server, false);
+        }
+    }
+
+    /// The client of the reply streaming on `server`'s connection, if it has one.
+    fn streaming_client(&self, server: usize) -> Option<usize> {
+        let head = self.upstreams[server].streaming_head()?;
+        let entry = self.inflight.get(head.request);
+        (entry.generation == head.generation).then_some(entry.client).flatten()
+    }
+
     pub(super) fn fail_upstream(&mut self, server: usize, failure: Failure) {
+        // A reply cut off after part of it reached the client: only closing tells the client.
+        if let Some(slot) = self.streaming_client(server) {
+            self.clients.sessions[slot].io.broken = true;
+        }
         let mut failed = std::mem::take(&mut self.failed);
         failed.clear();
         self.upstreams[server].fail(self.poll.registry(), Instant::now(), failure, &mut failed);
-        self.recorder.server_failure(server);
+        if failure.is_the_servers() {
+            self.recorder.server_failure(server);
+        }
         self.health.failed(server, failure);
         for outstanding in &failed {
             if self.inflight.get(outstanding.request).generation == outstanding.generation {
@@ -85,12 +112,99 @@ impl EventLoop {
     /// replies that arrived while the loop was busy elsewhere.
     pub(super) fn expire(&mut self, now: Instant) {
         for server in 0..self.upstreams.len() {
+            if self.upstreams[server].stalled_client(now) {
+                // The client of the streaming reply took nothing for the server timeout: it is
+                // cut off (not the server's failure) and the rest of the reply dropped.
+                if let Some(slot) = self.streaming_client(server) {
+                    self.clients.sessions[slot].io.broken = true;
+                    self.ready.push(slot);
+                }
+                self.upstreams[server].resume(true);
+                self.upstream_readable(server, false);
+                continue;
+            }
             if self.upstreams[server].next_deadline().is_some_and(|d| d <= now) {
                 self.upstream_readable(server, false);
                 if self.upstreams[server].next_deadline().is_some_and(|d| d <= now) {
                     self.fail_upstream(server, Failure::Timeout);
                 }
             }
+        }
+    }
+}
+
+/// The loop's side of one connection's read: replies into their entries, a streaming reply's
+/// bytes into its client's output.
+struct Down<'a> {
+    server: usize,
+    now: Instant,
+    replies: usize,
+    inflight: &'a mut Requests,
+    clients: &'a mut ClientSide<Replies>,
+    registry: &'a Registry,
+    recorder: &'a mut Recorder,
+    /// Entries whose last awaited reply arrived.
+    completed: &'a mut Vec<usize>,
+}
+
+impl Down<'_> {
+    /// The slot of `head`'s client, while both are still there.
+    fn client_of(&self, head: &Outstanding) -> Option<usize> {
+        let entry = self.inflight.get(head.request);
+        let slot = entry.client.filter(|_| entry.generation == head.generation)?;
+        self.clients.sessions.get(slot).filter(|s| !s.io.broken).map(|_| slot)
+    }
+}
+
+impl Downstream for Down<'_> {
+    fn deliver(&mut self, head: Outstanding, reply: Reply, bytes: &[u8]) {
+        self.replies += 1;
+        self.recorder.server_latency(self.server, self.now.saturating_duration_since(head.queued));
+        let entry = self.inflight.get_mut(head.request);
+        if entry.generation != head.generation {
+            return;
+        }
+        if entry.exchange.streamed() {
+            if let Some(session) = entry.client.and_then(|slot| self.clients.sessions.get_mut(slot)) {
+                session.engine.streaming_from = None;
+            }
+        }
+        if entry.target_done(usize::from(head.target), TargetResult::Replied(reply), bytes) {
+            self.completed.push(head.request);
+        }
+    }
+
+    /// Only the head of its client's replies streams (what goes before it is written), and
+    /// only a request whose policy lets its one answer pass as it is.
+    fn may_stream(&mut self, head: &Outstanding) -> bool {
+        let Some(slot) = self.client_of(head) else { return false };
+        let session = &mut self.clients.sessions[slot];
+        let entry = self.inflight.get_mut(head.request);
+        let request = entry.request.as_ref().expect("an in-flight entry carries a request");
+        let streams = session.engine.queue.front() == Some(&head.request)
+            && session.engine.streaming_from.is_none()
+            && entry.exchange.targets().len() == 1
+            && entry.exchange.may_stream(request);
+        if streams {
+            entry.exchange.note_streamed();
+            session.engine.streaming_from = Some(self.server);
+        }
+        streams
+    }
+
+    fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow {
+        let Some(slot) = self.client_of(head) else { return Flow::Discard };
+        let session = &mut self.clients.sessions[slot];
+        session.io.output().extend_from_slice(bytes);
+        if session.io.unsent() <= CLIENT_BACKLOG {
+            return Flow::Go;
+        }
+        self.clients.flush(self.registry, slot);
+        match self.clients.sessions.get(slot) {
+            Some(session) if session.io.broken => Flow::Discard,
+            Some(session) if session.io.unsent() > CLIENT_BACKLOG => Flow::Pause,
+            Some(_) => Flow::Go,
+            None => Flow::Discard,
         }
     }
 }

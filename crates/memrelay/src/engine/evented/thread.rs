@@ -40,6 +40,8 @@ pub(super) struct Replies {
     /// A request whose copies must reach the replicas before the client's next request starts
     /// (read-your-writes after a `cas`).
     pub barrier: Option<usize>,
+    /// The server whose reply is streaming to this client ([`crate::relay::stream`]).
+    pub streaming_from: Option<usize>,
 }
 
 pub(super) struct EventLoop {
@@ -138,6 +140,9 @@ impl EventLoop {
             self.upstreams.push(Upstream::new(addr, Token(UPSTREAM_BASE - id), self.max_value_len, tls));
             self.addrs.push(addr);
         }
+        for upstream in &mut self.upstreams {
+            upstream.set_timeout(self.config.server_timeout);
+        }
         self.retiring = (0..self.upstreams.len()).filter(|id| !self.config.servers.contains(id)).collect();
         self.close_retired();
     }
@@ -154,6 +159,7 @@ impl EventLoop {
 
     pub fn flush(&mut self, slot: usize) {
         self.clients.flush(self.poll.registry(), slot);
+        self.resume_stream(slot);
     }
 
     /// Publishes this loop's count of the requests inside memrelay as of now: those in flight

@@ -17,6 +17,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
+
+use crate::relay::stream::{Move, Streaming, HOLD_LIMIT, STREAM_AFTER, TOO_LARGE_LINE};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
@@ -60,6 +62,38 @@ pub(crate) struct Upstream {
     last_used: Instant,
     /// TLS to the server, when it is on.
     tls: Option<Pump>,
+    max_value_len: usize,
+    /// The server timeout: no reply byte for this long while a request is outstanding fails the
+    /// connection (a long reply still arriving is not late).
+    timeout: Duration,
+    /// When the last reply byte arrived (or reading resumed).
+    progress: Instant,
+    /// The head request's reply is streaming to its client ([`crate::relay::stream`]).
+    streaming: Option<Streaming>,
+    /// Its client went away or stopped reading: the rest of the reply is read and dropped.
+    discarding: bool,
+    /// Reading waits for the streaming reply's client to take what it has (since then).
+    paused: Option<Instant>,
+}
+
+/// Where the replies read on a connection go: the event loop's side of [`Upstream::on_readable`].
+pub(crate) trait Downstream {
+    /// A reply, whole (with its bytes) or streamed (its bytes went to the client already).
+    fn deliver(&mut self, head: Outstanding, reply: Reply, bytes: &[u8]);
+    /// Whether `head`'s reply, too long to hold, may go to its client as it arrives (now).
+    fn may_stream(&mut self, head: &Outstanding) -> bool;
+    /// Bytes of `head`'s streaming reply for its client, and what reading does next.
+    fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow;
+}
+
+/// What reading a streaming reply does after bytes were forwarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Go,
+    /// The client has enough waiting: read again once it took some.
+    Pause,
+    /// The client is gone: drop the rest of the reply.
+    Discard,
 }
 
 /// Idle time after which a connection is checked (one non-blocking peek) before reuse.
@@ -85,7 +119,35 @@ impl Upstream {
             wants_writable: false,
             last_used: Instant::now(),
             tls,
+            max_value_len,
+            timeout: Duration::from_secs(1),
+            progress: Instant::now(),
+            streaming: None,
+            discarding: false,
+            paused: None,
         }
+    }
+
+    /// The server timeout in force (a reload may change it).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// The head request whose reply is streaming to its client, if any.
+    pub fn streaming_head(&self) -> Option<Outstanding> {
+        self.streaming.as_ref().and(self.outstanding.front().copied())
+    }
+
+    /// Reading waits for the streaming reply's client.
+    pub fn paused(&self) -> bool {
+        self.paused.is_some()
+    }
+
+    /// Reading goes on (the client took its backlog, or it is cut off: then `discard`).
+    pub fn resume(&mut self, discard: bool) {
+        self.paused = None;
+        self.discarding |= discard;
+        self.progress = Instant::now();
     }
 
     /// The server's count of downs ([`Backoff::note_downs`]).
@@ -165,7 +227,11 @@ impl Upstream {
         self.written = 0;
         self.unsent = 0;
         self.input.clear();
+        self.input.trim();
         self.parser_primed = false;
+        self.streaming = None;
+        self.discarding = false;
+        self.paused = None;
     }
 
     /// Closes the connection if nothing is outstanding on it (a reload retired its server);
@@ -249,15 +315,16 @@ impl Upstream {
     }
 
     /// Reads what the server sent and hands every complete reply, with its bytes, to `deliver`.
-    pub fn on_readable(
-        &mut self,
-        to_eof: bool,
-        mut deliver: impl FnMut(Outstanding, Reply, &[u8]),
-    ) -> Result<(), Failure> {
+    pub fn on_readable(&mut self, to_eof: bool, down: &mut impl Downstream) -> Result<(), Failure> {
+        // Bytes already read first (reading may have paused with a reply in the buffer).
+        self.deliver_complete(down)?;
         if self.tls.is_some() {
-            return self.on_readable_tls(&mut deliver);
+            return self.on_readable_tls(down);
         }
         loop {
+            if self.paused.is_some() {
+                return Ok(());
+            }
             let Some(stream) = self.stream.as_mut() else { return Ok(()) };
             let drained = match self.input.read_from(stream) {
                 Ok(Filled::Eof) => return Err(Failure::Reset),
@@ -266,7 +333,8 @@ impl Upstream {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Failure::from_io(&e)),
             };
-            self.deliver_complete(&mut deliver)?;
+            self.progress = Instant::now();
+            self.deliver_complete(down)?;
             if drained && !to_eof {
                 return Ok(());
             }
@@ -275,11 +343,18 @@ impl Upstream {
 
     /// [`Upstream::on_readable`] over TLS: rounds of records until the socket would block (the
     /// poller is edge-triggered).
-    fn on_readable_tls(&mut self, deliver: &mut impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
+    fn on_readable_tls(&mut self, down: &mut impl Downstream) -> Result<(), Failure> {
         loop {
+            if self.paused.is_some() {
+                return Ok(());
+            }
             let (Some(stream), Some(tls)) = (self.stream.as_ref(), self.tls.as_mut()) else { return Ok(()) };
+            let before = self.input.len();
             let round = tls.read(stream, &mut self.input)?;
-            self.deliver_complete(deliver)?;
+            if self.input.len() > before {
+                self.progress = Instant::now();
+            }
+            self.deliver_complete(down)?;
             match round {
                 Round::Records => {}
                 Round::Blocked => return Ok(()),
@@ -294,8 +369,18 @@ impl Upstream {
         self.tls.as_ref().is_some_and(|tls| self.connected && (tls.wants_write() || self.written < self.output.len()))
     }
 
-    fn deliver_complete(&mut self, deliver: &mut impl FnMut(Outstanding, Reply, &[u8])) -> Result<(), Failure> {
-        while !self.input.is_empty() {
+    fn deliver_complete(&mut self, down: &mut impl Downstream) -> Result<(), Failure> {
+        loop {
+            if self.streaming.is_some() {
+                if !self.advance_stream(down)? {
+                    return Ok(());
+                }
+                continue;
+            }
+            if self.input.is_empty() {
+                self.input.trim();
+                return Ok(());
+            }
             let Some(&head) = self.outstanding.front() else {
                 // Bytes nobody asked for: the stream cannot be trusted.
                 return Err(Failure::BadReply);
@@ -305,6 +390,12 @@ impl Upstream {
                 self.parser_primed = true;
             }
             match self.parser.parse(self.input.pending()) {
+                Parse::Incomplete if self.input.len() >= STREAM_AFTER && down.may_stream(&head) => {
+                    let limit = crate::access::max_reply_bytes();
+                    self.streaming = Some(Streaming::new(head.expect, self.max_value_len, limit));
+                    self.discarding = false;
+                }
+                Parse::Incomplete if self.input.len() > HOLD_LIMIT => return Err(Failure::TooLarge),
                 Parse::Incomplete => return Ok(()),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
                 Parse::Complete(reply) => {
@@ -312,17 +403,71 @@ impl Upstream {
                     self.outstanding.pop_front();
                     self.unsent = self.unsent.min(self.outstanding.len());
                     self.parser_primed = false;
-                    deliver(head, reply, &self.input.pending()[..reply.consumed]);
+                    down.deliver(head, reply, &self.input.pending()[..reply.consumed]);
                     self.input.consume(reply.consumed);
                 }
             }
         }
-        Ok(())
     }
 
-    /// The oldest outstanding request's deadline.
+    /// Moves the head's streaming reply on with the bytes in hand; true when it is through.
+    fn advance_stream(&mut self, down: &mut impl Downstream) -> Result<bool, Failure> {
+        let head = *self.outstanding.front().expect("a streaming reply belongs to the head request");
+        let streaming = self.streaming.as_mut().expect("called while streaming");
+        loop {
+            let pending = self.input.pending();
+            let flow = match streaming.next(pending) {
+                Move::Send(n) => {
+                    let flow = if self.discarding { Flow::Go } else { down.forward(&head, &pending[..n]) };
+                    self.input.consume(n);
+                    flow
+                }
+                Move::Refuse(n) => {
+                    let flow = if self.discarding { Flow::Go } else { down.forward(&head, TOO_LARGE_LINE) };
+                    self.input.consume(n);
+                    flow
+                }
+                Move::Drop(n) => {
+                    self.input.consume(n);
+                    Flow::Go
+                }
+                Move::Incomplete => return Ok(false),
+                Move::Done(reply) => {
+                    self.streaming = None;
+                    self.discarding = false;
+                    self.last_used = Instant::now();
+                    self.outstanding.pop_front();
+                    self.unsent = self.unsent.min(self.outstanding.len());
+                    self.parser_primed = false;
+                    down.deliver(head, reply, &[]);
+                    return Ok(true);
+                }
+                Move::Invalid(_) => return Err(Failure::BadReply),
+            };
+            match flow {
+                Flow::Go => {}
+                Flow::Discard => self.discarding = true,
+                Flow::Pause => {
+                    self.paused = Some(Instant::now());
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// When the connection is late: its oldest request's deadline, moved on while reply bytes
+    /// keep arriving; while reading waits for a streaming reply's client, when that client has
+    /// had the server timeout to take something ([`Upstream::stalled_client`]).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.outstanding.front().map(|o| o.deadline)
+        if let Some(since) = self.paused {
+            return Some(since + self.timeout);
+        }
+        self.outstanding.front().map(|o| o.deadline.max(self.progress + self.timeout))
+    }
+
+    /// Reading has waited the server timeout for the streaming reply's client.
+    pub fn stalled_client(&self, now: Instant) -> bool {
+        self.paused.is_some_and(|since| now >= since + self.timeout)
     }
 
     /// Drops the connection; returns what was outstanding on it (each fails with `failure`).
@@ -334,7 +479,7 @@ impl Upstream {
         let was_idle = self.outstanding.is_empty() && self.connected;
         self.drop_stream(registry);
         failed.extend(self.outstanding.drain(..));
-        if !was_idle {
+        if !was_idle && failure.is_the_servers() {
             self.back_off(now);
         }
     }
