@@ -10,6 +10,9 @@ use std::time::Instant;
 
 use crate::buffer::{Arrivals, Filled, ReadBuffer};
 
+/// Output capacity a client keeps between replies; a larger buffer is given back once written.
+const KEEP_OUTPUT: usize = 4 * 1024;
+
 pub struct ClientIo {
     input: ReadBuffer,
     arrivals: Arrivals,
@@ -53,6 +56,10 @@ impl ClientIo {
     pub fn consume(&mut self, n: usize) {
         self.input.consume(n);
         self.arrivals.consumed(n);
+        if self.drained && self.input.is_empty() {
+            // Idle until the poller reports more: an idle connection holds no read buffer.
+            self.input.release();
+        }
     }
 
     /// When the first pending byte arrived.
@@ -138,7 +145,8 @@ impl ClientIo {
             }
         }
         if self.flushed() {
-            self.output.clear();
+            // A large reply's buffer is given back once it is written.
+            crate::buffer::clear_and_trim(&mut self.output, KEEP_OUTPUT);
             self.written = 0;
         }
         let want = !self.flushed() && !self.broken;

@@ -43,7 +43,9 @@ pub(crate) const WAKER: Token = Token(usize::MAX - 2);
 pub(crate) const CLIENT_TOKENS: usize = usize::MAX / 2;
 
 /// Bytes read from a client socket at a time.
-const READ_CHUNK: usize = 16 * 1024;
+/// A client's first read offers this much room; the buffer doubles while a long request needs
+/// more, and is given back whole when the client goes idle ([`io::ClientIo::consume`]).
+const READ_CHUNK: usize = 4 * 1024;
 /// Reply bytes a client may leave unread before memrelay stops reading its requests (it resumes
 /// once the client has read them): what a client that never reads costs at most, plus the
 /// replies of the requests it already has in flight.

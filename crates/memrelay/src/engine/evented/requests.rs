@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use memrelay_protocol::{Reply, Request};
 
+use crate::buffer::clear_and_trim;
 use crate::measure::metrics::{Outcome, Timestamps};
 use crate::relay::exchange::Exchange;
 use crate::relay::reply::Answer;
@@ -121,6 +122,9 @@ pub(crate) fn answers<'a>(results: &'a [TargetResult], bodies: &'a [Vec<u8>]) ->
     }
 }
 
+/// A buffer of an entry larger than this is given back when the entry is released.
+const KEEP_CAPACITY: usize = 64 * 1024;
+
 /// In-flight entries, reused.
 #[derive(Default)]
 pub(crate) struct Requests {
@@ -167,9 +171,13 @@ impl Requests {
         let entry = &mut self.entries[index];
         entry.generation = entry.generation.wrapping_add(1);
         entry.client = None;
-        entry.input.clear();
+        // Entries are reused: one large request or reply must not keep its memory with them.
+        clear_and_trim(&mut entry.input, KEEP_CAPACITY);
         entry.request = None;
-        entry.reply.clear();
+        clear_and_trim(&mut entry.reply, KEEP_CAPACITY);
+        for body in &mut entry.bodies {
+            clear_and_trim(body, KEEP_CAPACITY);
+        }
         entry.done = false;
         entry.sent = false;
         self.free.push(index);

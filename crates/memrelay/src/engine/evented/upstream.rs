@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
-use crate::relay::stream::{Move, Streaming, HOLD_LIMIT, STREAM_AFTER, TOO_LARGE_LINE};
+use crate::relay::stream::{Move, Streaming, CLIENT_PATIENCE, HOLD_LIMIT, STREAM_AFTER, TOO_LARGE_LINE};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
@@ -278,7 +278,7 @@ impl Upstream {
             }
         }
         if self.written == self.output.len() {
-            self.output.clear();
+            crate::buffer::clear_and_trim(&mut self.output, 4 * READ_CHUNK);
             self.written = 0;
         }
         let want = self.written < self.output.len() || self.tls.as_ref().is_some_and(Pump::wants_write);
@@ -457,17 +457,17 @@ impl Upstream {
 
     /// When the connection is late: its oldest request's deadline, moved on while reply bytes
     /// keep arriving; while reading waits for a streaming reply's client, when that client has
-    /// had the server timeout to take something ([`Upstream::stalled_client`]).
+    /// had [`CLIENT_PATIENCE`] to take something ([`Upstream::stalled_client`]).
     pub fn next_deadline(&self) -> Option<Instant> {
         if let Some(since) = self.paused {
-            return Some(since + self.timeout);
+            return Some(since + CLIENT_PATIENCE);
         }
         self.outstanding.front().map(|o| o.deadline.max(self.progress + self.timeout))
     }
 
-    /// Reading has waited the server timeout for the streaming reply's client.
+    /// Reading has waited [`CLIENT_PATIENCE`] for the streaming reply's client.
     pub fn stalled_client(&self, now: Instant) -> bool {
-        self.paused.is_some_and(|since| now >= since + self.timeout)
+        self.paused.is_some_and(|since| now >= since + CLIENT_PATIENCE)
     }
 
     /// Drops the connection; returns what was outstanding on it (each fails with `failure`).

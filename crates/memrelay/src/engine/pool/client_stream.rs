@@ -2,7 +2,7 @@
 //! server's reply and writes it to the client socket as it arrives, waiting on the socket when
 //! the client reads slowly, so a slow client slows the read from the server and never grows
 //! memrelay's memory. Time spent waiting on the client does not count against the server; a
-//! client that takes nothing for `patience` (the server timeout) is cut off.
+//! client that takes nothing for [`CLIENT_PATIENCE`] is cut off.
 
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Expect, Reply};
 use mio::net::TcpStream;
 
-use crate::relay::stream::{Move, Streaming, TOO_LARGE_LINE};
+use crate::relay::stream::{Move, Streaming, CLIENT_PATIENCE, TOO_LARGE_LINE};
 use crate::upstream::conn::ServerConn;
 use crate::upstream::failure::Failure;
 
@@ -22,7 +22,7 @@ pub(super) fn stream_reply(
     client: &TcpStream,
     expect: Expect,
     deadline: Instant,
-    patience: Duration,
+    timeout: Duration,
 ) -> Result<Reply, Failure> {
     let mut streaming = Streaming::new(expect, conn.max_value_len, crate::access::max_reply_bytes());
     let mut deadline = deadline;
@@ -44,11 +44,11 @@ pub(super) fn stream_reply(
             Move::Done(_) | Move::Invalid(_) => return Err(conn.abandon(Failure::BadReply)),
         };
         if !send.is_empty() {
-            if let Err(failure) = write_waiting(client, send, patience) {
+            if let Err(failure) = write_waiting(client, send, CLIENT_PATIENCE) {
                 return Err(conn.abandon(failure));
             }
             // The server is not late for the time the client took.
-            deadline = deadline.max(Instant::now() + patience);
+            deadline = deadline.max(Instant::now() + timeout);
         }
         conn.input.consume(consume);
     }

@@ -240,8 +240,8 @@ impl Worker {
                     Ok(Received::Whole(_)) => Ok(server),
                     Ok(Received::Long) => {
                         let client = client.expect("only a round with a client streams");
-                        let patience = self.generation.server_timeout;
-                        let result = client_stream::stream_reply(conn, client, expect, deadline, patience);
+                        let timeout = self.generation.server_timeout;
+                        let result = client_stream::stream_reply(conn, client, expect, deadline, timeout);
                         streamed = Some(result.map(|reply| conn.set_reply(reply)));
                         result.map(|_| server).map_err(Sent)
                     }
