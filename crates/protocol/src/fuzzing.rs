@@ -31,7 +31,8 @@ pub fn request_stream(data: &[u8]) {
 /// growing buffer agrees with parsing it whole.
 pub fn reply(data: &[u8]) {
     let Some((&selector, data)) = data.split_first() else { return };
-    let expect = [Expect::Values, Expect::Line, Expect::Stats, Expect::Meta, Expect::QuietMeta][usize::from(selector % 5)];
+    let expect =
+        [Expect::Values, Expect::Line, Expect::Stats, Expect::Meta, Expect::QuietMeta][usize::from(selector % 5)];
     let whole = ReplyParser::new(expect).parse(data);
     let mut resumed = ReplyParser::new(expect);
     let mut last = Parse::Incomplete;

@@ -22,7 +22,10 @@ pub enum Streamed {
     /// Wait for more bytes.
     Incomplete,
     /// The reply is complete (nothing more of it to consume).
-    Complete { status: Status, items: u32 },
+    Complete {
+        status: Status,
+        items: u32,
+    },
     Invalid(ReplyError),
 }
 

@@ -431,7 +431,8 @@ fn streamed_outcome(request: &Request, answer: Answer<'_>, out: &mut Vec<u8>) ->
     let mut outcome = Outcome { keys, error: true, ..Outcome::default() };
     if let Answer::Replied(reply, _) = answer {
         outcome.error = reply.status.is_error();
-        let hits = if request.command == Command::MetaGet { u32::from(reply.status == Status::Value) } else { reply.items };
+        let hits =
+            if request.command == Command::MetaGet { u32::from(reply.status == Status::Value) } else { reply.items };
         outcome.hits = hits;
         outcome.misses = keys.saturating_sub(hits);
     }

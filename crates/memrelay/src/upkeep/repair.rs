@@ -21,8 +21,8 @@ use memrelay_protocol::{compose, Command, Expect, Status};
 
 use super::spool::Spool;
 use crate::generation::{Current, Generation};
-use crate::relay::warm;
 use crate::relay::stream::HOLD_LIMIT;
+use crate::relay::warm;
 use crate::upstream::conn::{Received, ServerConn};
 use crate::upstream::failure::Failure;
 use crate::upstream::health::Health;

@@ -26,6 +26,7 @@ mod reload;
 mod replication;
 mod server_tls;
 mod signals_at_start;
+mod streaming;
 mod tls;
 mod tls_identity;
 mod warming;

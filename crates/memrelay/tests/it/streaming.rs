@@ -1,0 +1,189 @@
+//! Replies too long to hold stream through memrelay (src/relay/stream.rs): memory stays bounded
+//! whatever one request makes the servers send, a long reply that keeps arriving is not a server
+//! timeout, `--max-reply-bytes` ends a reply as memcached ends one it cannot finish, and a client
+//! that reads slowly slows only its own reply. The bounds are memrelay's own RSS, read from
+//! /proc, against its RSS before the request (the bytes asked for are hundreds of times more).
+//!
+//! Every test is a function of the engine's name and runs once per engine (see `common`).
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+engine_matrix!(
+    an_amplifying_get_streams_in_bounded_memory,
+    max_reply_bytes_ends_a_streaming_reply_as_memcached_does,
+    a_client_reading_a_byte_at_a_time_keeps_memory_bounded,
+    a_2_gb_reply_passes_without_a_server_timeout_while_another_client_is_served,
+);
+
+const MIB: u64 = 1024 * 1024;
+const VALUE_LEN: usize = 1_000_000;
+
+/// memcached holding `k`, a 1 MB value.
+fn server_with_a_large_value() -> Memcached {
+    let server = Memcached::start_with(&["-I", "2m"]);
+    server.set_raw("k", &vec![b'v'; VALUE_LEN]);
+    server
+}
+
+/// memrelay in front of `server`, warmed up: one long reply has passed (its threads have
+/// allocated what they keep), so its RSS from now on is the baseline.
+fn start(engine: &str, server: &Memcached, extra: &[&str]) -> Memrelay {
+    let mut args = vec!["--max-value-size", "2000000"];
+    args.extend_from_slice(extra);
+    let relay = Memrelay::start(engine, &[server], &args);
+    let mut client = relay.client();
+    client.set_read_timeout(Duration::from_secs(30));
+    assert_eq!(client.get("k")[0].1.len(), VALUE_LEN);
+    relay
+}
+
+/// A field of /proc/PID/status, in bytes.
+fn status_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("memrelay's status");
+    let line = status.lines().find(|l| l.starts_with(field)).expect("the field");
+    line.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()).expect("kB") * 1024
+}
+
+/// `get k k …` naming the value `times` times: one short request, a reply of `times` MB.
+fn amplifying_get(times: usize) -> Vec<u8> {
+    let mut request = b"get".to_vec();
+    for _ in 0..times {
+        request.extend_from_slice(b" k");
+    }
+    request.extend_from_slice(b"\r\n");
+    request
+}
+
+/// The length of the reply memcached gives to [`amplifying_get`].
+fn reply_len(times: usize) -> u64 {
+    let block = format!("VALUE k 0 {VALUE_LEN}\r\n").len() + VALUE_LEN + 2;
+    (block * times + b"END\r\n".len()) as u64
+}
+
+/// Reads `len` bytes in reads of at most `chunk`, checking the framing of each value block on
+/// the way (without holding the reply); returns the last bytes.
+fn read_reply(client: &mut Client, len: u64, chunk: usize) -> Vec<u8> {
+    let mut buf = vec![0; chunk];
+    let (mut left, mut tail) = (len, Vec::new());
+    while left > 0 {
+        let want = chunk.min(left as usize);
+        let n = client.stream.read(&mut buf[..want]).expect("the reply goes on");
+        assert!(n > 0, "memrelay closed with {left} bytes of the reply to come");
+        left -= n as u64;
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 64 {
+            tail.drain(..tail.len() - 64);
+        }
+    }
+    tail
+}
+
+fn an_amplifying_get_streams_in_bounded_memory(engine: &str) {
+    let server = server_with_a_large_value();
+    let relay = start(engine, &server, &[]);
+    let mut client = relay.client();
+    client.set_read_timeout(Duration::from_secs(30));
+    let before = status_bytes(relay.pid(), "VmRSS");
+    client.send(&amplifying_get(500));
+    let tail = read_reply(&mut client, reply_len(500), 1 << 20);
+    assert!(tail.ends_with(b"vv\r\nEND\r\n"), "{}", show(&tail));
+    let peak = status_bytes(relay.pid(), "VmHWM");
+    assert!(
+        peak < before + 64 * MIB,
+        "500 MB asked for made memrelay peak at {} MiB from {}",
+        peak / MIB,
+        before / MIB
+    );
+    // The connection is in step: the next request is answered as memcached answers it.
+    assert_eq!(client.get("k")[0].1.len(), VALUE_LEN);
+}
+
+fn max_reply_bytes_ends_a_streaming_reply_as_memcached_does(engine: &str) {
+    let server = server_with_a_large_value();
+    let relay = start(engine, &server, &["--max-reply-bytes", "16777216"]);
+    let mut client = relay.client();
+    client.set_read_timeout(Duration::from_secs(30));
+    let before = status_bytes(relay.pid(), "VmRSS");
+    client.send(&amplifying_get(500));
+    // The whole blocks that fit, then memcached's way of ending a reply it cannot finish: an
+    // error line instead of END (memcached: "SERVER_ERROR out of memory writing get response").
+    let block = reply_len(1) - 5;
+    let fit = 16_777_216 / block;
+    let tail = read_reply(&mut client, fit * block, 1 << 20);
+    assert!(tail.ends_with(b"vv\r\n"), "{}", show(&tail));
+    assert_eq!(client.read_line(), b"SERVER_ERROR reply too large\r\n");
+    assert!(status_bytes(relay.pid(), "VmHWM") < before + 64 * MIB);
+    // The rest of the server's reply was dropped: the next request gets its own answer.
+    assert_eq!(client.get("k")[0].1.len(), VALUE_LEN);
+}
+
+fn a_client_reading_a_byte_at_a_time_keeps_memory_bounded(engine: &str) {
+    let server = server_with_a_large_value();
+    let relay = start(engine, &server, &[]);
+    let mut client = relay.client();
+    client.set_read_timeout(Duration::from_secs(30));
+    let before = status_bytes(relay.pid(), "VmRSS");
+    let times = 3;
+    client.send(&amplifying_get(times));
+    let mut most = 0;
+    let (mut left, mut byte, mut read) = (reply_len(times), [0u8; 1], 0u64);
+    while left > 0 {
+        assert_eq!(client.stream.read(&mut byte).expect("the reply goes on"), 1);
+        left -= 1;
+        read += 1;
+        if read % 100_000 == 0 {
+            most = most.max(status_bytes(relay.pid(), "VmRSS"));
+        }
+    }
+    assert_eq!(byte[0], b'\n');
+    assert!(most < before + 16 * MIB, "RSS rose to {} MiB from {} MiB", most / MIB, before / MIB);
+}
+
+fn a_2_gb_reply_passes_without_a_server_timeout_while_another_client_is_served(engine: &str) {
+    let server = server_with_a_large_value();
+    // Two workers or two event loops: the reader's and the other client's requests need not
+    // share a server connection (in the evented engine, requests behind a streaming reply on
+    // the same connection wait for it; they are still answered, never failed).
+    let relay = start(engine, &server, &["--workers", "2", "--threads", "2", "--server-timeout-ms", "1000"]);
+    let times = 2048;
+    let done = Arc::new(AtomicBool::new(false));
+    let served = Arc::new(AtomicU64::new(0));
+    let other = {
+        let (done, served, addr) = (Arc::clone(&done), Arc::clone(&served), relay.addr());
+        thread::spawn(move || {
+            let mut client = Client::connect(&addr);
+            client.set_read_timeout(Duration::from_secs(60));
+            let mut n = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let value = format!("value {n}");
+                assert_eq!(client.set("small", value.as_bytes()), "STORED\r\n");
+                let got = client.get("small");
+                assert_eq!(got, vec![("small".to_string(), value.into_bytes())], "request {n}");
+                served.store(n + 1, Ordering::Relaxed);
+                n += 1;
+                thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut client = relay.client();
+    client.set_read_timeout(Duration::from_secs(60));
+    let started = Instant::now();
+    client.send(&amplifying_get(times));
+    let tail = read_reply(&mut client, reply_len(times), 1 << 20);
+    let took = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    other.join().expect("the other client was served correctly throughout");
+    assert!(tail.ends_with(b"vv\r\nEND\r\n"), "{}", show(&tail));
+    assert!(served.load(Ordering::Relaxed) > 0, "the other client was served during {took:?}");
+    // Longer than the server timeout, and no server failure was counted.
+    let stats = client.request(b"stats\r\n", b"END\r\n");
+    let stats = String::from_utf8_lossy(&stats);
+    assert!(!relay.stderr().contains("is down"), "{}", relay.stderr());
+    assert!(!stats.contains("SERVER_ERROR"), "{stats}");
+}
