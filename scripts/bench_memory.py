@@ -65,6 +65,7 @@ IDLE_KEY = "idle"  # the small value each idle connection gets once
 AMPLIFY = ("amp", 1_000_000, 500)  # key, value bytes, times named in one get
 BIG = ("big", 20_000_000, 100)  # key, value bytes, connections
 MAX_ITEM = 32 << 20  # memcached -I 32m, memcached's proxy -I 32m, memrelay --max-value-size
+SERVER_TIMEOUT_MS = 60_000  # memrelay --server-timeout-ms: the large replies' rows measure memory, not time
 KEPT_AFTER = 2.0  # seconds after the reply that the kept RSS is read
 
 
@@ -116,7 +117,12 @@ def target_argv(name: str, listen: int, backend: int, work: Path, max_connection
     if name.startswith("memrelay"):
         # --max-value-size bounds the values memrelay reads from servers too (default 1 MiB, below
         # the 20 MB row's); as memcached's -I here. Replies are not bounded: no --max-reply-bytes.
-        return with_option(with_option(argv, "--max-clients", str(max_connections)), "--max-value-size", str(MAX_ITEM))
+        # A server's 500 MB reply takes memrelay longer than its default --server-timeout-ms (1 s)
+        # to read on a busy machine: it would answer SERVER_ERROR server timeout, not the row.
+        for option, value in (("--max-clients", max_connections), ("--max-value-size", MAX_ITEM),
+                              ("--server-timeout-ms", SERVER_TIMEOUT_MS)):
+            argv = with_option(argv, option, str(value))
+        return argv
     return argv  # twemproxy: no client limit below the descriptor limit
 
 

@@ -24,7 +24,7 @@ def draw(result: dict, folder: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -45,6 +45,7 @@ def draw(result: dict, folder: Path) -> list[Path]:
         ax.set_xticks(xs)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: x_format(v)))
         ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: y_format(v)))
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title)
