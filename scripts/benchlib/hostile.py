@@ -19,8 +19,12 @@ from .processes import Processes
 # The attacker: a separate process, so its own CPU shows up as what it is.
 # argv: port, connections, what the dribbling half sends (`tls` or `http`).
 ATTACKER = r"""
-import resource, selectors, socket, sys, time
+import resource, selectors, signal, socket, sys, time
 port, count, drip_kind = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def final_count(*_):  # stopped (SIGTERM): the last count, however short the run was
+    print("closed by the target", closed, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, final_count)
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 100)), hard))
 if drip_kind == "tls":  # the first bytes of a TLS ClientHello record (handshake, TLS 1.0 record, 512 bytes)
@@ -43,8 +47,9 @@ def open_one(i):
     sel.register(s, selectors.EVENT_READ)
 for i in range(count):
     open_one(i)
+closed = 0
 print("ready", flush=True)
-next_drip, closed = time.monotonic() + 1, 0
+next_drip = time.monotonic() + 1
 while True:
     for key, _ in sel.select(timeout=0.1):
         s = key.fileobj
@@ -103,8 +108,12 @@ def alternate(procs: Processes, work: Path, repetitions: int, attack: list[str],
                 runs[kind].append(run())
             finally:
                 if attacker is not None:
-                    attacker.kill()
-                    attacker.wait()
+                    attacker.terminate()  # it prints its last count of closed connections
+                    try:
+                        attacker.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        attacker.kill()
+                        attacker.wait()
             if attacker is not None:
                 runs[kind][-1]["hostile_closed"] = closed_by_target(log)
             check()
