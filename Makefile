@@ -51,7 +51,9 @@ test-bench: deps
 	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/bench -q -rs
 
 # Side-by-side throughput, p99 and CPU per request of memcached, twemproxy, memcached's proxy
-# (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1).
+# (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1); then
+# stalled handshakes, hostile metrics connections, and how cost grows with value size, keys per
+# get, idle connections and large replies (scripts/bench_memory.py, figures in results/bench/memory).
 bench: build
 	@scripts/bench.sh
 

@@ -26,7 +26,6 @@ import os
 import socket
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,78 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import peers  # noqa: E402
+from benchlib import hostile, peers, tls as tlslib  # noqa: E402
 from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))
 HOSTILE = 1000
 DEADLINE_MS = 1000
-
-# The attacker: a separate process, so its own CPU shows up as what it is.
-ATTACKER = r"""
-import resource, selectors, socket, sys, time
-port, count, https = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 100)), hard))
-if https:  # the first bytes of a TLS ClientHello record
-    drip = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]) + bytes(32)
-else:      # a request head that never ends
-    drip = b"GET /metrics HTTP/1.1\r\nHost: memrelay\r\n" + b"X-Slow: " + b"a" * 200
-sel = selectors.DefaultSelector()
-conns = {}  # socket -> bytes sent so far (None: silent)
-def open_one(i):
-    s = socket.socket()
-    s.setblocking(False)
-    try:
-        s.connect(("127.0.0.1", port))
-    except BlockingIOError:
-        pass
-    except OSError:
-        s.close()
-        return
-    conns[s] = 0 if i % 2 else None
-    sel.register(s, selectors.EVENT_READ)
-for i in range(count):
-    open_one(i)
-print("ready", flush=True)
-next_drip, closed = time.monotonic() + 1, 0
-while True:
-    for key, _ in sel.select(timeout=0.1):
-        s = key.fileobj
-        try:
-            data = s.recv(4096)
-        except OSError:
-            data = b""
-        if not data:  # memrelay closed it: a new one takes its place
-            sel.unregister(s)
-            slow = conns.pop(s) is not None
-            s.close()
-            open_one(1 if slow else 0)
-            closed += 1
-    while len(conns) < count:
-        open_one(len(conns))
-    if time.monotonic() >= next_drip:
-        next_drip += 1
-        print("closed by memrelay", closed, flush=True)
-        for s, sent in list(conns.items()):
-            if sent is not None and sent < len(drip):
-                try:
-                    s.send(drip[sent:sent + 1])
-                    conns[s] = sent + 1
-                except OSError:
-                    pass
-"""
-
-
-def certificates(work: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for localhost and its key, made with openssl."""
-    cert, key = work / "cert.pem", work / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
-    return cert, key
-
 
 def scrape(port: int, context: ssl.SSLContext | None, timeout: float = 5.0) -> float | None:
     """One `GET /metrics` on a new connection: seconds from connect to the whole answer, or None
@@ -145,19 +79,14 @@ def scrape_for(port: int, context: ssl.SSLContext | None, seconds: float) -> dic
             "scrapes": len(times), "failed": failed}
 
 
-def run_load(port: int, seconds: float, out: Path) -> dict:
-    argv = [peers.find("memrelay-bench", BIN, "run `make build`"), "--server", f"127.0.0.1:{port}",
-            "--threads", "1", "--clients", "16", "--ratio", "1:9", "--key-maximum", "9999",
-            "--test-time", str(seconds), "--json-out", str(out), "--quiet"]
-    subprocess.run(argv, check=True, timeout=seconds + 60, stdout=subprocess.DEVNULL)
-    totals = json.loads(out.read_text())["totals"]
-    return {"client_p99_us": totals["latency_us"]["p99"], "throughput": totals["ops_per_sec"]}
-
-
 def one_run(plain: int, metrics: int, context: ssl.SSLContext | None, seconds: float, out: Path) -> dict:
     """Scrapes and memcached clients side by side for `seconds`."""
     result: dict = {}
-    load = threading.Thread(target=lambda: result.update(run_load(plain, seconds, out)))
+    def load_run() -> None:
+        clients = hostile.run_load(BIN, plain, seconds, out)
+        result.update(client_p99_us=clients["p99_us"], throughput=clients["throughput"])
+
+    load = threading.Thread(target=load_run)
     load.start()
     result.update(scrape_for(metrics, context, seconds))
     load.join()
@@ -176,7 +105,6 @@ def main() -> int:
     scheme = "https" if args.https else "http"
     json_out = args.json_out or ROOT / "results" / "bench" / f"metrics-{scheme}.json"
     procs = Processes()
-    runs: dict[str, list[dict]] = {"quiet": [], "attacked": []}
     try:
         with tempfile.TemporaryDirectory(prefix="memrelay-metrics-") as tmp:
             work = Path(tmp)
@@ -190,33 +118,22 @@ def main() -> int:
                     "--metrics-listen", f"127.0.0.1:{metrics}", "--metrics-timeout-ms", str(DEADLINE_MS)]
             context = None
             if args.https:
-                cert, key = certificates(work)
+                cert, key = tlslib.self_signed(work)
                 argv += ["--metrics-tls-cert", str(cert), "--metrics-tls-key", str(key)]
                 context = ssl.create_default_context(cafile=str(cert))
             relay = procs.start(argv, work / "memrelay.log")
             wait_for_port(plain, relay)
             wait_for_port(metrics, relay)
-            total = 2 * args.repetitions
-            for _ in range(args.repetitions):
-                for kind in ("quiet", "attacked"):
-                    done = len(runs["quiet"]) + len(runs["attacked"])
-                    print(f"[{done + 1}/{total}] {kind}: {args.seconds:g} s of scrapes ({scheme}) and 16 clients"
-                          + (f" beside {HOSTILE:,} hostile connections" if kind == "attacked" else ""), flush=True)
-                    attacker = None
-                    if kind == "attacked":
-                        attacker = procs.start([sys.executable, "-c", ATTACKER, str(metrics), str(HOSTILE),
-                                                "1" if args.https else "0"], work / "attacker.log")
-                        wait_for_line(work / "attacker.log", "ready", attacker)
-                    try:
-                        runs[kind].append(one_run(plain, metrics, context, args.seconds, work / "bench.json"))
-                    finally:
-                        if attacker is not None:
-                            attacker.kill()
-                            attacker.wait()
-                    if attacker is not None:
-                        runs[kind][-1]["hostile_closed"] = closed_by_memrelay(work / "attacker.log")
-                    if relay.poll() is not None:
-                        raise RuntimeError(f"memrelay exited ({relay.returncode}): {(work / 'memrelay.log').read_text()}")
+
+            def check() -> None:
+                if relay.poll() is not None:
+                    raise RuntimeError(f"memrelay exited ({relay.returncode}): {(work / 'memrelay.log').read_text()}")
+
+            runs = hostile.alternate(
+                procs, work, args.repetitions, [str(metrics), str(HOSTILE), "tls" if args.https else "http"],
+                lambda kind: f"{args.seconds:g} s of scrapes ({scheme}) and 16 clients"
+                + (f" beside {HOSTILE:,} hostile connections" if kind == "attacked" else ""),
+                lambda: one_run(plain, metrics, context, args.seconds, work / "bench.json"), check)
     finally:
         procs.stop_all()
     summary = {kind: {key: statistics.median(r[key] for r in rs)
@@ -240,23 +157,6 @@ def main() -> int:
                                     "hostile_closed": closed}, indent=2))
     print(f"written: {json_out}")
     return 0
-
-
-def closed_by_memrelay(log: Path) -> int:
-    """The attacker's last count of its connections memrelay closed (0 before its first report)."""
-    counts = [int(line.split()[-1]) for line in log.read_text().splitlines() if line.startswith("closed by memrelay")]
-    return counts[-1] if counts else 0
-
-
-def wait_for_line(log: Path, line: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and line in log.read_text():
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(f"the attacker exited: {log.read_text()}")
-        time.sleep(0.05)
-    raise RuntimeError(f"the attacker did not get ready in {timeout:g} s")
 
 
 if __name__ == "__main__":

@@ -27,68 +27,31 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchlib import peers, profile, rows as rowlib, tls as tlslib, workcheck
-from benchlib.processes import Processes, cpu_split, free_port, wait_for_port
+from benchlib import peers, profile, rows as rowlib, tls as tlslib
+from benchlib.measure import measure as measure_cell, populate
+from benchlib.processes import Processes, free_port, wait_for_port
 from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))
-KEYS = 10_000
+FILL = rowlib.Row("fill", "1:0", 8)  # every row here reads and writes the rows' default keys and values
 DEFAULT_TARGETS = ["memcached", "twemproxy", "memcached-proxy", "memrelay-evented/1", f"memrelay-evented/{peers.CORES}"]
-
-
-def bench_argv(ports: list[int], row: rowlib.Row, seconds: float, out: Path, tls_ca: Path | None = None) -> list[str]:
-    argv = [peers.find("memrelay-bench", BIN, "run `make build`")]
-    for port in ports:
-        argv += ["--server", f"127.0.0.1:{port}"]
-    argv += [
-        "--threads", "1", "--clients", str(row.clients), "--pipeline", str(row.pipeline),
-        "--ratio", row.ratio, "--multiget", str(row.multiget), "--data-size", "1024",
-        "--key-maximum", str(KEYS - 1), "--test-time", str(seconds), "--json-out", str(out), "--quiet",
-    ]
-    argv += ["--tls-ca", str(tls_ca)] if tls_ca else []
-    return argv + (["--rate", str(row.rate)] if row.rate else [])
 
 
 def measure(pid: int, port: int, servers: list[int], row: rowlib.Row, seconds: float, out: Path,
             direct: bool) -> dict:
-    """One run of the row against the target on `port`: bench results, CPU, work check.
-    `servers`: the ports the servers' counters are read on (a TLS server's plain port)."""
-    counters_before = [workcheck.server_counters(p) for p in servers]
-    user0, sys0 = cpu_split(pid)
+    """One run of the row against the target on `port` (scripts/benchlib/measure.py)."""
     tls_ca = tlslib.files(out.parent).ca if row.tls else None
-    subprocess.run(bench_argv([port], row, seconds, out, tls_ca), check=True, stdout=subprocess.DEVNULL, timeout=seconds + 60)
-    user1, sys1 = cpu_split(pid)
-    counters_after = [workcheck.server_counters(p) for p in servers]
-    result = json.loads(out.read_text())
-    totals = result["totals"]
-    requests = max(totals["count"], 1)
-    get_keys = sum((result.get(kind) or {}).get("keys", 0) for kind in ("get", "multiget"))
-    sets = (result.get("set") or {}).get("count", 0)
-    per_server = workcheck.deltas(counters_before, counters_after)
-    return {
-        "requests": totals["count"],
-        "ops_per_sec": totals["ops_per_sec"],
-        "p50_us": totals["latency_us"]["p50"],
-        "p99_us": totals["latency_us"]["p99"],
-        "errors": totals["errors"],
-        "misses": totals["misses"],
-        "cpu_us_per_request": ((user1 - user0) + (sys1 - sys0)) * 1e6 / requests,
-        "user_us_per_request": (user1 - user0) * 1e6 / requests,
-        "system_us_per_request": (sys1 - sys0) * 1e6 / requests,
-        "server_counts": per_server,
-        "work_problems": workcheck.problems(row, sets, get_keys, per_server, direct),
-    }
+    return measure_cell(BIN, pid, port, servers, row, seconds, out, direct, tls_ca)
 
 
 def start_servers(procs: Processes, work: Path, count: int) -> list[tuple[int, int]]:
-    """`count` memcached servers, each filled with keys 0..KEYS-1; returns (port, pid) each."""
+    """`count` memcached servers, each filled with the rows' keys; returns (port, pid) each."""
     servers = []
     for i in range(count):
         port = free_port()
@@ -97,15 +60,13 @@ def start_servers(procs: Processes, work: Path, count: int) -> list[tuple[int, i
         argv += ["-u", "root"] if os.geteuid() == 0 else []
         proc = procs.start(argv, work / f"memcached-{i}.log")
         wait_for_port(port, proc)
-        populate = [peers.find("memrelay-bench", BIN, "run `make build`"), "--server", f"127.0.0.1:{port}", "--populate",
-                    "--key-maximum", str(KEYS - 1), "--data-size", "1024", "--quiet", "--threads", "1", "--clients", "8"]
-        subprocess.run(populate, check=True, stdout=subprocess.DEVNULL, timeout=120)
+        populate(BIN, port, FILL)
         servers.append((port, proc.pid))
     return servers
 
 
 def start_tls_servers(procs: Processes, work: Path, count: int) -> list[tuple[int, int, int]]:
-    """`count` memcached speaking TLS (memcached -Z), each filled with keys 0..KEYS-1 through its
+    """`count` memcached speaking TLS (memcached -Z), each filled with the rows' keys through its
     plain port; returns (TLS port, pid, plain port) each. Makes the certificates first."""
     if count == 0:
         return []
@@ -119,9 +80,7 @@ def start_tls_servers(procs: Processes, work: Path, count: int) -> list[tuple[in
         proc = procs.start(argv, work / f"memcached-tls-{i}.log")
         wait_for_port(port, proc)
         wait_for_port(plain, proc)
-        populate = [peers.find("memrelay-bench", BIN, "run `make build`"), "--server", f"127.0.0.1:{plain}", "--populate",
-                    "--key-maximum", str(KEYS - 1), "--data-size", "1024", "--quiet", "--threads", "1", "--clients", "8"]
-        subprocess.run(populate, check=True, stdout=subprocess.DEVNULL, timeout=120)
+        populate(BIN, plain, FILL)
         servers.append((port, proc.pid, plain))
     return servers
 

@@ -1,1 +1,2 @@
-"""The parts of `make bench` (scripts/bench_proxies.py): rows, peers, work checks, summary."""
+"""The parts of `make bench` (scripts/bench_*.py): rows, peers, measurements, work checks, summaries,
+memory, many connections, hostile connections, figures."""

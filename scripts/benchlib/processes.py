@@ -50,11 +50,20 @@ class Processes:
         self.started.append(proc)
         return proc
 
+    def stop(self, proc: subprocess.Popen) -> None:
+        """Stops one of them (SIGTERM, then SIGKILL after 5 s)."""
+        self._stop([proc])
+        self.started.remove(proc)
+
     def stop_all(self) -> None:
-        for proc in self.started:
+        self._stop(self.started)
+
+    @staticmethod
+    def _stop(procs: list[subprocess.Popen]) -> None:
+        for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for proc in self.started:
+        for proc in procs:
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

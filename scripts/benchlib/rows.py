@@ -33,6 +33,9 @@ class Row:
     multiget: int = 1  # keys per get
     rate: float | None = None  # open loop: requests per second in total
     reference: str | None = None  # TLS rows: the same workload without TLS
+    data_size: int = 1024  # bytes per value
+    keys: int = 10_000  # key ids 0..keys-1, filled on the servers before the run
+    key_prefix: str = "memtier-"  # memrelay-bench's default; rows of other value sizes keep their own keys
 
     @property
     def servers(self) -> int:

@@ -51,3 +51,12 @@ def memrelay_speaks_tls_to_servers(binary: str) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return "--server-tls-ca" in out
+
+
+def self_signed(work: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost and its key (EC P-256, 1 day), made with openssl."""
+    cert, key = work / "cert.pem", work / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
