@@ -75,7 +75,7 @@ impl Streaming {
     /// What to do with `buf`, the reply's bytes not yet consumed.
     pub fn next(&mut self, buf: &[u8]) -> Move {
         let at_line = self.stream.between_items();
-        if at_line {
+        if at_line && !self.refused {
             // The blocks before this line are through.
             self.items = self.stream.items();
         }
