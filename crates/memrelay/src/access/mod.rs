@@ -238,8 +238,8 @@ pub struct Guard {
     policy: Arc<Policy>,
     /// The user it logged in as.
     user: Option<Arc<str>>,
-    /// The rule for `user` under `policy`.
-    rule: Rule,
+    /// The rule for `user` under `policy` (shared with every connection it applies to).
+    rule: Arc<Rule>,
     /// Failed password checks on this connection ([`throttle::MAX_PER_CONNECTION`]).
     failures: u32,
 }

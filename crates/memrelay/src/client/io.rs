@@ -5,10 +5,13 @@
 //! drained and writes until it is full; what the engines decide (what to parse, when to close)
 //! stays with them.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::time::Instant;
 
 use crate::buffer::{Arrivals, Filled, ReadBuffer};
+
+/// Pieces of a streaming reply at least this long are written at once rather than appended.
+const SEND_DIRECT: usize = 8 * 1024;
 
 /// Output capacity a client keeps between replies; a larger buffer is given back once written.
 const KEEP_OUTPUT: usize = 4 * 1024;
@@ -132,6 +135,38 @@ impl ClientIo {
         self.written == self.output.len()
     }
 
+    /// Sends `bytes` after the output. A chunk of a streaming reply goes to the socket at once,
+    /// together with what waits before it (one vectored write, the chunk not copied); what the
+    /// socket does not take is appended to the output. Small pieces (a header line, an `END`)
+    /// are appended and go with the next chunk or the next flush. Returns what
+    /// [`ClientIo::flush`] returns.
+    pub fn send(&mut self, mut socket: impl Write, bytes: &[u8]) -> Option<bool> {
+        if bytes.len() < SEND_DIRECT {
+            self.output.extend_from_slice(bytes);
+            return None;
+        }
+        let mut sent = 0;
+        while !self.broken && sent < bytes.len() {
+            let waiting = &self.output[self.written..];
+            let slices = [IoSlice::new(waiting), IoSlice::new(&bytes[sent..])];
+            match socket.write_vectored(&slices) {
+                Ok(0) => self.broken = true,
+                Ok(n) => {
+                    let from_output = n.min(waiting.len());
+                    self.written += from_output;
+                    sent += n - from_output;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => self.broken = true,
+            }
+        }
+        if !self.broken {
+            self.output.extend_from_slice(&bytes[sent..]);
+        }
+        self.flush(socket)
+    }
+
     /// Writes what the socket takes of the output. Returns `Some(want)` when the need for
     /// writable events changed (the caller re-registers the socket), `None` otherwise.
     pub fn flush(&mut self, mut socket: impl Write) -> Option<bool> {
@@ -176,6 +211,47 @@ mod tests {
             self.data = &self.data[n..];
             Ok(n)
         }
+    }
+
+    /// A socket that takes `room` bytes, then would block.
+    struct Sink {
+        taken: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.room - self.taken.len());
+            if n == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.taken.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn sent_chunks_keep_their_order_with_what_waits_before_them() {
+        let mut io = ClientIo::new(64);
+        let mut sink = Sink { taken: Vec::new(), room: 12_000 };
+        let chunk: Vec<u8> = (0..SEND_DIRECT as u32 + 1000).map(|i| i as u8).collect();
+        // A small piece waits; the chunk after it goes out with it.
+        io.send(&mut sink, b"VALUE k 0 9999\r\n");
+        assert!(sink.taken.is_empty());
+        io.send(&mut sink, &chunk);
+        io.send(&mut sink, &chunk);
+        let mut expected = b"VALUE k 0 9999\r\n".to_vec();
+        expected.extend_from_slice(&chunk);
+        expected.extend_from_slice(&chunk);
+        assert_eq!(sink.taken[..], expected[..12_000]);
+        assert_eq!(io.unsent(), expected.len() - 12_000);
+        sink.room = usize::MAX;
+        io.flush(&mut sink);
+        assert_eq!(sink.taken, expected);
+        assert!(io.flushed());
     }
 
     #[test]

@@ -401,6 +401,22 @@ impl<E> ClientSide<E> {
         }
     }
 
+    /// Sends `bytes` to the client after its output (over TLS through the session; in the clear
+    /// straight to the socket while nothing waits before them).
+    pub fn send(&mut self, registry: &Registry, slot: usize, bytes: &[u8]) {
+        let Some(session) = self.sessions.get_mut(slot) else { return };
+        let want = match &mut session.tls {
+            Some(tls) => {
+                session.io.output().extend_from_slice(bytes);
+                tls.flush(&session.socket, &mut session.io)
+            }
+            None => session.io.send(&*session.socket, bytes),
+        };
+        if let Some(want) = want {
+            reregister(registry, &session.socket, slot, want);
+        }
+    }
+
     /// Writes what the socket takes of the client's output; asks for writable events otherwise.
     pub fn flush(&mut self, registry: &Registry, slot: usize) {
         let Some(session) = self.sessions.get_mut(slot) else { return };

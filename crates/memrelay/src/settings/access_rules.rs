@@ -10,6 +10,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The admin commands a rule can grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,10 +193,12 @@ impl Rule {
 /// | yes | none  | every key, no admin  | nothing (no key)      |
 /// | yes | given | `*`                  | `*`                   |
 #[derive(Debug, Clone)]
+/// Rules are shared (`Arc`): every connection holds the one that applies to it, without a copy
+/// of its identity and prefixes.
 pub struct Rules {
-    by_identity: HashMap<Vec<u8>, Rule>,
-    fallback: Rule,
-    anonymous: Rule,
+    by_identity: HashMap<Vec<u8>, Arc<Rule>>,
+    fallback: Arc<Rule>,
+    anonymous: Arc<Rule>,
 }
 
 impl Rules {
@@ -210,7 +213,7 @@ impl Rules {
                 if fallback.replace(rule.clone()).is_some() {
                     return Err("two access rules for identity `*`".into());
                 }
-            } else if by_identity.insert(rule.identity.as_bytes().to_vec(), rule.clone()).is_some() {
+            } else if by_identity.insert(rule.identity.as_bytes().to_vec(), Arc::new(rule.clone())).is_some() {
                 return Err(format!("two access rules for identity `{}`", rule.identity));
             }
         }
@@ -225,13 +228,13 @@ impl Rules {
             false => Rule::everything(),
         });
         let fallback = fallback.unwrap_or_else(|| if authenticated { Rule::no_admin() } else { Rule::everything() });
-        Ok(Rules { by_identity, fallback, anonymous })
+        Ok(Rules { by_identity, fallback: Arc::new(fallback), anonymous: Arc::new(anonymous) })
     }
 
     /// The rule for `identity`; `None`: a connection without an identity (it did not log in,
     /// when none must; a plain client beside certificate identities; a certificate without a
     /// usable name): the `*` rule, else nothing when identities exist, else everything.
-    pub fn for_identity(&self, identity: Option<&[u8]>) -> &Rule {
+    pub fn for_identity(&self, identity: Option<&[u8]>) -> &Arc<Rule> {
         match identity {
             Some(name) => self.by_identity.get(name).unwrap_or(&self.fallback),
             None => &self.anonymous,
@@ -286,7 +289,7 @@ mod tests {
     fn identities_without_a_rule_get_the_fallback() {
         let a = Rule::parse(r#"identity = "a", prefixes = ["a:"]"#).unwrap();
         let rules = Rules::new(std::slice::from_ref(&a), true).unwrap();
-        assert_eq!(rules.for_identity(Some(b"a")), &a);
+        assert_eq!(**rules.for_identity(Some(b"a")), a);
         // Authenticated, no rule: every key, no admin.
         let other = rules.for_identity(Some(b"z"));
         assert!(other.allows_key(b"b:1") && !other.grants(Admin::FlushAll));

@@ -194,12 +194,7 @@ impl Downstream for Down<'_> {
 
     fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow {
         let Some(slot) = self.client_of(head) else { return Flow::Discard };
-        let session = &mut self.clients.sessions[slot];
-        session.io.output().extend_from_slice(bytes);
-        if session.io.unsent() <= CLIENT_BACKLOG {
-            return Flow::Go;
-        }
-        self.clients.flush(self.registry, slot);
+        self.clients.send(self.registry, slot, bytes);
         match self.clients.sessions.get(slot) {
             Some(session) if session.io.broken => Flow::Discard,
             Some(session) if session.io.unsent() > CLIENT_BACKLOG => Flow::Pause,
