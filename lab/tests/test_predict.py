@@ -54,7 +54,7 @@ def test_a_full_pools_wait_is_predicted_where_it_was_not_calibrated():
     # exact chain's throughput at 1..6 clients; calibrated at 1 client (latency-bound) and at 6
     # (the pool full), the model must predict 2, 3 and 4 clients, where the pool is full too.
     # Interpolated along N instead, the wait at 3 clients was 240 µs, not 300, and the
-    # prediction 20% high (the +42% of `make demo`'s 4 workers at 8 clients).
+    # prediction some 20% high (the +42% of `make demo`'s 4 workers at 8 clients).
     rows = []
     for clients in (1, 2, 3, 4, 6):
         row = {"clients": clients, "workers": 2, "middlewares": 1, "engine": "pool", "instances": 1,
