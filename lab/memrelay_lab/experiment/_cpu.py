@@ -148,8 +148,10 @@ class CpuSampler:
             self._links.append(((before + time.time()) / 2, counters))
 
     def _take_network(self) -> None:
-        self._network.append(tcp_bytes(self.pids))
+        # Processor times first: the socket dump can take seconds on a loaded machine, by which
+        # time a load generator may have exited.
         self._inside.append(_snapshot(self.pids, with_threads=False))
+        self._network.append(tcp_bytes(self.pids))
 
     def finish(self) -> dict | None:
         """Waits for the last snapshot (the load has ended by then); None if one is missing."""
