@@ -88,12 +88,14 @@ def test_section_html_shows_the_seeds_inputs():
     section = pools_per_server_section(_summary())
     page = render_html("seed 002", [section], [])
     assert "Per-server network: GET M/M/m, SET M/M/1, a response queue" in page
-    assert "seed 002 Tables 1 and 3" in page and "seed 002 Table 4" in page
+    assert "seed 002 Table 3" in page and "seed 002 Tables 1 and 3" in page and "seed 002 Table 4" in page
     for text in ("1.132", "0.925", "3.141", "2.362", "4.355", "4.009", "3.760", "0.3000", "360", "GET (per queue)",
                  "SET (per queue)", "response queue"):
         assert f">{text}<" in page, text
     names = [t.name for t in section.items]
-    assert names == ["pools_per_server_inputs", "pools_per_server_throughput", "pools_per_server_devices"]
+    assert names == ["pools_per_server_inputs", "pools_per_server_service", "pools_per_server_throughput",
+                     "pools_per_server_devices"]
+    assert all(len(t.frame.columns) <= 12 for t in section.items)  # each fits a page (test_report)
 
 
 def test_sets_in_service_default_to_the_threads_per_server():

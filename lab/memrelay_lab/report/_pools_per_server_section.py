@@ -9,9 +9,13 @@ from ..analysis import pools_per_server_table
 from ..results import ResultsSummary
 from ._document import Section, Table
 
+# Two tables, so that each fits a page (at most 12 columns with the configuration's).
 _INPUTS = {
     "population": "N", "think_time_ms": "Z (ms)", "network_ms": "network (ms)", "servers": "servers",
-    "read_threads": "m (threads per GET queue)", "sets_in_service": "sets in service", "visits_get": "V get", "visits_set": "V set",
+    "visits_get": "V get", "visits_set": "V set",
+}
+_SERVICE = {
+    "read_threads": "m (threads per GET queue)", "sets_in_service": "sets in service",
     "get_service_ms": "S get (ms)", "set_service_ms": "S set (ms)", "response_queue_service_ms": "S response (ms)",
 }
 _CENTRES = (("GET (per queue)", "get"), ("SET (per queue)", "set"), ("response queue", "response_queue"))
@@ -26,8 +30,9 @@ def pools_per_server_section(summary: ResultsSummary) -> Section | None:
     frame = pools_per_server_table(summary.pooled_table(), summary.display_columns)
     if frame is None:
         return None
-    columns = [c for c in summary.display_columns if c in frame and c not in _INPUTS]
+    columns = [c for c in summary.display_columns if c in frame and c not in _INPUTS and c not in _SERVICE]
     inputs = frame[columns + list(_INPUTS)].rename(columns=_INPUTS)
+    service = frame[columns + list(_SERVICE)].rename(columns=_SERVICE)
     throughput = frame[columns + list(_THROUGHPUT)].rename(columns=_THROUGHPUT)
     rows = []
     for row in frame.to_dict(orient="records"):
@@ -58,8 +63,10 @@ def pools_per_server_section(summary: ResultsSummary) -> Section | None:
              "E[n] model (all queues)": "jobs", "m (threads per GET queue)": "plain", "servers": "plain",
              "sets in service": "plain"}
     return Section("Per-server network: GET M/M/m, SET M/M/1, a response queue", text, [
-        Table("pools_per_server_inputs", "Inputs per middleware (seed 002 Tables 1 and 3; times in ms)", inputs, csv=frame,
-              units=units),
+        Table("pools_per_server_inputs", "Population, think time and visits per middleware (seed 002 Table 3)",
+              inputs, csv=frame, units=units),
+        Table("pools_per_server_service", "Service per visit (seed 002 Tables 1 and 3; times in ms)", service,
+              csv=frame, units=units),
         Table("pools_per_server_throughput", "Throughput per middleware, measured and predicted (requests/s)",
               throughput, csv=frame, units=units),
         Table("pools_per_server_devices", "Devices: model against measured (seed 002 Table 4)", pd.DataFrame(rows),
