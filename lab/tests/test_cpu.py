@@ -153,7 +153,25 @@ def test_the_sampled_network_bytes_are_what_the_process_sent_and_received():
 
 def test_a_process_that_leaves_before_the_last_processor_snapshot_keeps_its_bytes():
     """A load generator that exits as the kept interval ends misses the last processor snapshot;
-    the network snapshots, a quarter second inside the interval, still have it."""
+    the network snapshots, a quarter second inside the interval, still have it, and its
+    processor time up to the last of them, scaled to the whole interval."""
     record = _exchange_with_child(2.0, leave_early=True)
-    assert "cpu_s" not in record
     assert (record["sent_bytes"], record["received_bytes"]) == (100_000, 7_777)
+    assert record["cpu_s"] >= 0
+    start, inside = record["cpu_scaled_from_unix"]
+    assert 0 < inside - start < 2.0
+
+
+def test_a_gone_process_s_processor_time_is_scaled_from_the_inside_snapshot():
+    from memrelay_lab.experiment._cpu import _Snapshot
+
+    sampler = CpuSampler({"client-0-0": 1, "server-0": 2}, start=0.0, end=4.0)
+    sampler._first = _Snapshot(100.0, {"client-0-0": 1.0, "server-0": 5.0}, {})
+    sampler._inside = [_Snapshot(100.5, {"client-0-0": 1.2, "server-0": 5.1}, {}),
+                       _Snapshot(103.5, {"client-0-0": 2.4, "server-0": 5.7}, {})]
+    sampler._last = _Snapshot(104.0, {"server-0": 5.8}, {})  # the client left before the end
+    processes = sampler.finish()["processes"]
+    assert processes["server-0"]["cpu_s"] == pytest.approx(0.8) and "cpu_scaled_from_unix" not in processes["server-0"]
+    # 1.4 s over the first 3.5 s: 1.6 s over the 4 s interval.
+    assert processes["client-0-0"]["cpu_s"] == pytest.approx(1.6)
+    assert processes["client-0-0"]["cpu_scaled_from_unix"] == [100.0, 103.5]

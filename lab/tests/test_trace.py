@@ -46,7 +46,8 @@ def test_per_second_spread_of_the_middleware_seed_001_figure_36():
     rows.append({"run_id": "r", "source": "clients", "t_s": 0.0, "count": 100, "length_s": 1.0, "response_ms": 3.0,
                  "kept": True})
     trace = trace_frame(pd.DataFrame(rows), "r")
-    assert trace.loc[trace["source"] == "clients", "response_std_ms"].isna().all()  # no spread per second
+    # A clients' window without the bench's spread (an earlier memrelay-bench): NaN, not 0.
+    assert trace.loc[trace["source"] == "clients", "response_std_ms"].isna().all()
     stats = trace_statistics(trace)
     spread = stats[(stats["source"] == "middleware-0")
                    & (stats["measure"] == "response time, standard deviation within the second (ms)")].iloc[0]
@@ -71,3 +72,74 @@ def test_loading_sets_each_middleware_window_spread(monkeypatch):
     series = [{"kept": False, "length_s": 1.0}, {"kept": True, "length_s": 1.0}, {"kept": True, "length_s": 1.0}]
     assert _load._kept_hdr(raw, series) is not None
     assert [w.get("response_std_ms") for w in series] == [0.5, 1.5, None]  # µs to ms; no histogram, no spread
+
+
+def _bench(seconds_latencies_us: list[dict[str, list[float]]]) -> dict:
+    """A memrelay-bench JSON document with one interval per element: per type, its latencies
+    summarised as the bench writes them (count, mean and std over n, µs)."""
+    import numpy as np
+
+    def summary(values):
+        values = np.asarray(values, dtype=float)
+        latency = ({"mean": float(values.mean()), "std": float(values.std())} if len(values) else
+                   {"mean": None, "std": None})
+        return {"count": len(values), "keys": len(values), "hits": len(values), "misses": 0, "errors": 0,
+                "latency_us": latency}
+
+    intervals = []
+    for second, types in enumerate(seconds_latencies_us):
+        every = [x for values in types.values() for x in values]
+        intervals.append({"second": second, "duration_s": 1.0, "totals": summary(every),
+                          **{kind: summary(types.get(kind, [])) for kind in ("set", "get", "multiget")}})
+    return {"intervals": intervals}
+
+
+def test_clients_per_second_spread_pools_the_benches_exactly():
+    # Two benches, two types, two seconds: the window's spread is that of all its requests
+    # together (np.std over the pooled latencies), not a mean of the benches' spreads.
+    import numpy as np
+    from memrelay_lab.results import _load
+
+    rng = np.random.default_rng(36)
+    seconds_a = [{"get": list(rng.exponential(800, 300) + 200), "set": list(rng.exponential(3000, 40) + 500)}
+                 for _ in range(2)]
+    seconds_b = [{"get": list(rng.exponential(1500, 100) + 100)}, {"get": [], "set": [900.0]}]
+    windows = _load._client_windows([_bench(seconds_a), _bench(seconds_b)], 0.0, 2.0)
+    for second, window in enumerate(windows):
+        pooled = [x for seconds in (seconds_a, seconds_b) for values in seconds[second].values() for x in values]
+        assert window["count"] == len(pooled)
+        assert window["response_ms"] == pytest.approx(np.mean(pooled) / 1000, rel=1e-12)
+        assert window["response_std_ms"] == pytest.approx(np.std(pooled) / 1000, rel=1e-9)
+
+
+def test_an_older_bench_without_spread_loads_with_nan():
+    from memrelay_lab.results import _load
+
+    bench = _bench([{"get": [100.0, 300.0]}])
+    for part in ("totals", "get", "set", "multiget"):
+        bench["intervals"][0][part]["latency_us"].pop("std")
+    window = _load._client_windows([bench], 0.0, 1.0)[0]
+    assert window["response_ms"] == pytest.approx(0.2) and math.isnan(window["response_std_ms"])
+
+
+def test_figure_36_draws_clients_and_middleware_spread(monkeypatch):
+    from memrelay_lab.report import _plots, _trace_section
+
+    rows = []
+    for t in range(4):
+        rows.append({"run_id": "r", "source": "clients", "t_s": float(t), "count": 100, "length_s": 1.0,
+                     "response_ms": 3.0, "response_std_ms": 1.0 + 0.1 * t, "kept": True})
+        rows.append({"run_id": "r", "source": "middleware-0", "t_s": float(t), "count": 100, "length_s": 1.0,
+                     "response_ms": 2.0, "response_std_ms": 0.5, "kept": True})
+    trace = trace_frame(pd.DataFrame(rows), "r")
+    stats = trace_statistics(trace)
+    spread = stats[stats["measure"] == "response time, standard deviation within the second (ms)"]
+    assert sorted(spread["source"]) == ["clients", "middleware-0"]
+    assert spread.set_index("source").loc["clients", "mean"] == pytest.approx(1.15)
+    drawn = {}
+    monkeypatch.setattr(_plots, "png_bytes", lambda figure: drawn.setdefault("figure", figure) and b"png")
+    _trace_section._trace_plot({"r": trace})
+    panel = drawn["figure"].axes[2]
+    assert sorted(line.get_label() for line in panel.get_lines()) == ["r clients", "r middleware-0"]
+    clients = next(line for line in panel.get_lines() if line.get_label() == "r clients")
+    assert list(clients.get_ydata()) == pytest.approx([1.0, 1.1, 1.2, 1.3])

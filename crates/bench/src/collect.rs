@@ -133,7 +133,7 @@ impl Collector {
             if !self.quiet && duration >= 1.0 {
                 let t = &summaries.totals;
                 eprintln!(
-                    "[{:<8} {:>4}s] {:>10.0} ops/s  mean {:>9.1} us  p99 {:>8} us  hits {:>8}  misses {:>8}  errors {}",
+                    "[{:<8} {:>4}s] {:>10.0} ops/s  mean {:>9.1} us  p99 {:>8} us  hits {:>8}  misses {:>8}  errors {}  sd {:.1} us",
                     self.kind.name(),
                     k + 1,
                     t.ops_per_sec,
@@ -141,7 +141,8 @@ impl Collector {
                     t.latency_us.p99.unwrap_or(0.0),
                     t.hits,
                     t.misses,
-                    t.errors
+                    t.errors,
+                    t.latency_us.std.unwrap_or(0.0)
                 );
             }
             self.intervals.push(Interval { second: k, duration_s: duration, summaries });

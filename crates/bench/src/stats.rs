@@ -3,8 +3,9 @@
 //! A worker records each reply into the [`Stats`] of the current one-second interval (plain
 //! integer adds and one histogram record, no allocation); at each second it hands the interval
 //! to the main thread, which merges the threads' intervals, prints progress, and adds them into
-//! the run totals. Latency is kept twice: exactly (sum, min, max in nanoseconds, for the mean
-//! and the extremes) and in an HdrHistogram of microseconds (for percentiles and merging).
+//! the run totals. Latency is kept twice: exactly (sum, sum of squares, min, max in
+//! nanoseconds, for the mean, the standard deviation and the extremes) and in an HdrHistogram of
+//! microseconds (for percentiles and merging).
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -34,6 +35,9 @@ pub struct TypeStats {
     /// Requests sent but never answered (connection lost, invalid reply, end of run).
     pub unanswered: u64,
     pub sum_ns: u64,
+    /// Sum of the squared latencies (ns²): with `sum_ns` and `count`, the exact standard
+    /// deviation of any period (an interval, the run), merged by adding.
+    pub sum_sq_ns2: u128,
     pub min_ns: u64,
     pub max_ns: u64,
     /// Latency of answered requests, microseconds.
@@ -50,6 +54,7 @@ impl Default for TypeStats {
             errors: 0,
             unanswered: 0,
             sum_ns: 0,
+            sum_sq_ns2: 0,
             min_ns: u64::MAX,
             max_ns: 0,
             hist: new_histogram(),
@@ -67,6 +72,7 @@ impl TypeStats {
         self.misses += u64::from(misses);
         self.errors += u64::from(error);
         self.sum_ns += latency_ns;
+        self.sum_sq_ns2 += u128::from(latency_ns) * u128::from(latency_ns);
         self.min_ns = self.min_ns.min(latency_ns);
         self.max_ns = self.max_ns.max(latency_ns);
         self.hist.saturating_record((latency_ns + 500) / 1000);
@@ -86,9 +92,31 @@ impl TypeStats {
         self.errors += other.errors;
         self.unanswered += other.unanswered;
         self.sum_ns += other.sum_ns;
+        self.sum_sq_ns2 += other.sum_sq_ns2;
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
         self.hist.add(&other.hist).expect("histograms share their bounds");
+    }
+
+    /// The standard deviation of the answered requests' latencies (ns; population: over n, as
+    /// HdrHistogram's and memrelay's windows), 0 for fewer than two. Exact in integers while
+    /// n Σx² and (Σx)² fit in 128 bits (a million requests of up to 10 s each), else in f64.
+    pub fn std_ns(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = u128::from(self.count);
+        let sum = u128::from(self.sum_ns);
+        let spread = n.checked_mul(self.sum_sq_ns2).zip(sum.checked_mul(sum)).map(|(a, b)| a.saturating_sub(b));
+        let variance = match spread {
+            // n Σx² − (Σx)² = n² σ²: no cancellation.
+            Some(spread) => spread as f64 / (n as f64 * n as f64),
+            None => {
+                let mean = self.sum_ns as f64 / self.count as f64;
+                (self.sum_sq_ns2 as f64 / self.count as f64 - mean * mean).max(0.0)
+            }
+        };
+        variance.sqrt()
     }
 
     pub fn summary(&self, seconds: f64) -> Summary {
@@ -108,6 +136,7 @@ impl TypeStats {
                 p90: q(0.90),
                 p99: q(0.99),
                 p99_9: q(0.999),
+                std: Some(self.std_ns() / 1000.0),
             }
         };
         Summary {
@@ -171,6 +200,9 @@ pub struct Latency {
     pub p90: Option<f64>,
     pub p99: Option<f64>,
     pub p99_9: Option<f64>,
+    /// Standard deviation (exact, over n); added after the percentiles, so readers of the
+    /// older output find every field where it was.
+    pub std: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -232,6 +264,57 @@ mod tests {
                 assert!(exact_min <= p && p <= exact_max, "{p} outside [{exact_min}, {exact_max}]");
             }
         }
+    }
+
+    #[test]
+    fn standard_deviation_matches_a_two_pass_computation() {
+        // Latencies of an interval, spread over four orders of magnitude, plus a large constant
+        // offset (where the naive Σx²/n − mean² in f64 would lose digits).
+        let latencies_ns: Vec<u64> = (0..5_000u64).map(|i| 3_000_000_000 + (i * i * 7919) % 9_999_991).collect();
+        let mut t = TypeStats::default();
+        let (mut a, mut b) = (TypeStats::default(), TypeStats::default());
+        for (i, &ns) in latencies_ns.iter().enumerate() {
+            t.record(ns, 1, 1, 0, false);
+            if i % 3 == 0 {
+                a.record(ns, 1, 1, 0, false)
+            } else {
+                b.record(ns, 1, 1, 0, false)
+            }
+        }
+        // Independently: the mean first, then the mean squared deviation from it (two passes).
+        let n = latencies_ns.len() as f64;
+        let mean = latencies_ns.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let want_ns = (latencies_ns.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n).sqrt();
+        assert!((t.std_ns() - want_ns).abs() <= want_ns * 1e-9, "{} vs {want_ns}", t.std_ns());
+        let std_us = t.summary(1.0).latency_us.std.unwrap();
+        assert!((std_us - want_ns / 1000.0).abs() <= want_ns * 1e-12);
+        // Two threads' intervals merged: the same spread as one.
+        a.add(&b);
+        assert!((a.std_ns() - want_ns).abs() <= want_ns * 1e-9);
+        // By hand: 1, 2, 3, 4 µs have σ = √1.25 µs; one request has none.
+        let mut small = TypeStats::default();
+        for us in 1..=4u64 {
+            small.record(us * 1000, 1, 1, 0, false);
+        }
+        assert!((small.summary(1.0).latency_us.std.unwrap() - 1.25f64.sqrt()).abs() < 1e-12);
+        let mut one = TypeStats::default();
+        one.record(5_000, 1, 1, 0, false);
+        assert_eq!(one.summary(1.0).latency_us.std, Some(0.0));
+    }
+
+    #[test]
+    fn standard_deviation_when_the_integers_overflow() {
+        // n Σx² above 2^128 (a million requests of mean 1e12 ns and σ = 2e13 ns: n² (mean² + σ²)
+        // = 4.01e38): the f64 path, still within 1e-9 of σ.
+        let (n, mean, sigma) = (1_000_000u64, 1e12f64, 2e13f64);
+        let t = TypeStats {
+            count: n,
+            sum_ns: (n as f64 * mean) as u64,
+            sum_sq_ns2: (n as f64 * (mean * mean + sigma * sigma)) as u128,
+            ..TypeStats::default()
+        };
+        assert!(u128::from(n).checked_mul(t.sum_sq_ns2).is_none());
+        assert!((t.std_ns() - sigma).abs() <= sigma * 1e-9, "{}", t.std_ns());
     }
 
     #[test]

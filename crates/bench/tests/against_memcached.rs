@@ -679,7 +679,7 @@ fn check_json_shape(j: &Value) {
         }
         assert!(s["ops_per_sec"].is_number(), "{what}.ops_per_sec");
         let l = &s["latency_us"];
-        for key in ["mean", "min", "max", "p50", "p90", "p99", "p99_9"] {
+        for key in ["mean", "min", "max", "p50", "p90", "p99", "p99_9", "std"] {
             if u(&s["count"]) > 0 {
                 assert!(l[key].is_number(), "{what}.latency_us.{key}");
             } else {
@@ -690,6 +690,7 @@ fn check_json_shape(j: &Value) {
             let f = |k: &str| l[k].as_f64().unwrap();
             assert!(f("min") <= f("p50") && f("p50") <= f("p90") && f("p90") <= f("p99"));
             assert!(f("p99") <= f("p99_9") && f("p99_9") <= f("max") && f("min") <= f("mean"));
+            assert!(f("std") >= 0.0 && f("std") <= f("max") - f("min"), "{what}.latency_us.std");
         }
     };
     for t in ["totals", "set", "get", "multiget"] {

@@ -21,7 +21,12 @@ from ._mix_models import mix_models
 from ._mixed import mixed_workload_table
 from ._mm_tables import MMTables, mm_tables
 from ._models import models_from_summary
-from ._pools_per_server import pools_per_server_centers, pools_per_server_network
+from ._pools_per_server import (
+    pools_per_server_centers,
+    pools_per_server_network,
+    pools_per_server_table,
+    seed_think_time_ms,
+)
 from ._per_server_load import process_utilization, queue_length_series, server_load
 from ._server_visits import server_centers, server_demands, server_network, visit_ratios
 from ._network import Demands, NetworkModel, build_centers, link_columns, link_demands, measured_demands, network_model
@@ -58,6 +63,8 @@ __all__ = [
     "fits_of",
     "pools_per_server_centers",
     "pools_per_server_network",
+    "pools_per_server_table",
+    "seed_think_time_ms",
     "process_utilization",
     "queue_length_series",
     "server_centers",

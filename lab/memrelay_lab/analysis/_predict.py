@@ -48,8 +48,9 @@ evented one (`_load_axis` says why), and z linearly in N, to every other
 configuration, which the model then predicts: along its own thread count when that was
 calibrated at two populations (z, the wait a pool holds, differs with the pool's size: 38 µs
 with 4 workers, 163 µs with 32 on `make demo` at 32 clients), else averaged over the thread
-counts that were. Default calibration: the lowest and the highest population of each
-group. A prediction inside the measurement's own confidence interval counts as exact (noise is
+counts that were. The wait is interpolated along min(N, W), the requests a pool of W workers
+holds at once, not along N (`_interpolate` says why). Default calibration: the lowest and the
+highest population of each group. A prediction inside the measurement's own confidence interval counts as exact (noise is
 not model error).
 """
 
@@ -238,7 +239,7 @@ def predict_configurations(
                 demands, wait = own[index]
             else:
                 demands, wait = _interpolate(
-                    series_points.get(thread_key(row), points), _population(row), row.get("engine")
+                    series_points.get(thread_key(row), points), _population(row), row.get("engine"), _pool_size(row)
                 )
             result = _solve(row, demands, wait)
             predictions.append(_prediction(row, config_columns, bool(is_calibration), result, demands, wait))
@@ -264,7 +265,8 @@ def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, 
         for clients in grid:
             row = first.copy()
             row["clients"], row["pipeline"] = clients, 1
-            demands, wait = _interpolate(series_points.get(thread_key(first), points), clients, first.get("engine"))
+            demands, wait = _interpolate(series_points.get(thread_key(first), points), clients, first.get("engine"),
+                                         _pool_size(first))
             result = _solve(row, demands, wait)
             cpu_s = sum(demands.get(name, 0.0) for name in _DEMANDS) * 1e-6
             link_s = [v * 1e-6 for k, v in demands.items() if k.startswith("link ") and v > 0]
@@ -303,15 +305,34 @@ def _points_by_population(group: pd.DataFrame, own: dict) -> list:
     return points
 
 
-def _interpolate(points: list, population: int, engine: object) -> tuple[dict, float]:
-    """Demands along `_load_axis`; the off-processor wait linear in N: it is time spent waiting
-    to be woken and scheduled, which grows with the threads the load keeps runnable (on `make
-    demo` with 32 workers it went from 31 µs at 2 clients to 163 µs at 32)."""
+def _pool_size(row) -> int | None:
+    """The requests a pool engine's workers hold at once (workers x middlewares); None for the
+    evented engine and without a middleware."""
+    middlewares = int(row.get("middlewares", 0) or 0)
+    if middlewares <= 0 or row.get("engine") == "evented" or "workers" not in row:
+        return None
+    return max(int(row["workers"]) * middlewares, 1)
+
+
+def _interpolate(points: list, population: int, engine: object, pool: int | None = None) -> tuple[dict, float]:
+    """Demands along `_load_axis`; the off-processor wait linear in the requests the pool holds
+    at once, min(N, pool): it is time spent waiting to be woken and scheduled, which grows with
+    the threads the load keeps runnable (on `make demo` with 32 workers it went from 31 µs at 2
+    clients to 163 µs at 32), and a pool of W workers keeps at most W of them busy however many
+    clients wait in its queue. Along N itself, 4 workers calibrated at 2 clients (latency-bound)
+    and 32 (the pool full) gave 8 clients a fifth of the wait the full pool holds, and the model
+    over-predicted by +42% (+68-100% on a loaded machine): from 4 clients on the pool was full,
+    and it waited as at 32 (issue 33). Calibration populations the cap makes equal average."""
     axis = [_load_axis(p[0], engine) for p in points]
     at = _load_axis(population, engine)
     names = sorted({name for p in points for name in p[1]})
     demands = {name: float(np.interp(at, axis, [p[1].get(name, 0.0) for p in points])) for name in names}
-    return demands, float(np.interp(population, [p[0] for p in points], [p[2] for p in points]))
+    held = (lambda n: min(n, pool)) if pool else (lambda n: n)  # noqa: E731
+    waits: dict[int, list[float]] = {}
+    for p in points:
+        waits.setdefault(held(p[0]), []).append(p[2])
+    levels = sorted(waits)
+    return demands, float(np.interp(held(population), levels, [float(np.mean(waits[k])) for k in levels]))
 
 
 def _prediction(row, config_columns, calibration: bool, result: SharedCpuResult, demands: dict, wait: float):

@@ -2,7 +2,7 @@
 the one-hour stability trace that seed 002 §1 takes its inputs from).
 
 `trace_frame(windows, run_id)` takes one run's per-second windows (`results.windows`: the
-clients' summed bench intervals and each middleware's windows, these with the standard
+clients' summed bench intervals and each middleware's windows, both with the standard
 deviation of each window's response times, seed 001 Figure 36's per-interval spread) and `trace_statistics` says how
 steady they are over the kept (trimmed) interval: the mean, standard deviation, coefficient of
 variation, extremes and the least-squares trend per minute of each series. A stable run has a
@@ -22,7 +22,7 @@ TRACE_MEASURES = (("throughput", "throughput (requests/s)"), ("response_ms", "re
 
 def trace_frame(windows: pd.DataFrame, run_id: str) -> pd.DataFrame:
     """The run's windows as (source, t_s, throughput, response_ms, response_std_ms, kept), sorted
-    by time (response_std_ms: NaN for the clients, whose per-second output has no spread);
+    by time (response_std_ms: NaN where the source wrote no spread, e.g. an older memrelay-bench);
     sources are ``clients`` and ``middleware-K``; throughput = the window's requests over its
     length (a middleware window cut by the kept interval's end: its share over the overlap)."""
     columns = ["source", "t_s", *(m for m, _ in TRACE_MEASURES), "kept"]

@@ -76,14 +76,14 @@ class _Snapshot:
     threads: dict[str, dict[str, float]]  # name -> thread name -> seconds
 
 
-def _snapshot(pids: dict[str, int]) -> _Snapshot:
+def _snapshot(pids: dict[str, int], with_threads: bool = True) -> _Snapshot:
     process, threads = {}, {}
     for name, pid in pids.items():
         try:
             proc = psutil.Process(pid)
             times = proc.cpu_times()
             process[name] = times.user + times.system
-            if role_of(name) == "memrelay":
+            if with_threads and role_of(name) == "memrelay":
                 threads[name] = _thread_times(proc)
         except psutil.Error:
             continue  # gone: the run's own checks report it
@@ -114,6 +114,8 @@ class CpuSampler:
     _first: _Snapshot | None = None
     _last: _Snapshot | None = None
     _network: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
+    # Processor times at the network readings (inside the interval): for a process gone by the end.
+    _inside: list[_Snapshot] = field(default_factory=list, repr=False)
     _links: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -146,6 +148,9 @@ class CpuSampler:
             self._links.append(((before + time.time()) / 2, counters))
 
     def _take_network(self) -> None:
+        # Processor times first: the socket dump can take seconds on a loaded machine, by which
+        # time a load generator may have exited.
+        self._inside.append(_snapshot(self.pids, with_threads=False))
         self._network.append(tcp_bytes(self.pids))
 
     def finish(self) -> dict | None:
@@ -167,6 +172,18 @@ class CpuSampler:
                     for thread, t in last.threads[name].items()
                 }
             processes[name] = record
+        # A process gone by the last snapshot (a load generator that exits as the kept interval
+        # ends, or whose sampler woke late on a loaded machine): its processor time up to the
+        # last reading inside the interval, scaled to the whole interval (the load is steady in
+        # the kept interval). Without it the clients' processor time was 0 to the models.
+        for name, seconds in first.process.items():
+            inside = [snap for snap in self._inside if name in snap.process and snap.at > first.at]
+            if name in processes or not inside:
+                continue
+            snap = inside[-1]
+            scale = (last.at - first.at) / (snap.at - first.at)
+            processes[name] = {"role": role_of(name), "cpu_s": round((snap.process[name] - seconds) * scale, 6),
+                               "cpu_scaled_from_unix": [first.at, snap.at]}
         # Network bytes also for a process the processor snapshots missed (a load generator that
         # exits as the kept interval ends): the network snapshots are taken inside the interval.
         if len(self._network) == 2:

@@ -32,8 +32,8 @@ def trace_section(summary: ResultsSummary) -> Section | None:
         "from): the clients' per-second intervals (memrelay-bench, all instances summed) and each middleware's "
         "windows (memrelay's windows.jsonl). The grey bands are the trimmed warm-up and cool-down. "
         "The third panel is Figure 36's spread: the standard deviation of the response times inside each "
-        "second, from memrelay's per-window HdrHistograms (memrelay-bench's per-second output has no spread, so "
-        "the clients have none). The table summarises the kept seconds: a stable run has a small coefficient "
+        "second, on the clients from memrelay-bench's per-interval standard deviation (exact, the instances' "
+        "requests of each second pooled) and on each middleware from memrelay's per-window HdrHistograms. The table summarises the kept seconds: a stable run has a small coefficient "
         "of variation (cv = standard "
         "deviation / mean) and a trend (least-squares slope) near zero."
     ]

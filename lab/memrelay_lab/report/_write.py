@@ -32,6 +32,8 @@ Sections (each only when the folder's data give it something to show):
 8. the queueing models of `analysis`: the MVA network against the measurements
    (seed 000 Tables 32-33) and M/M/1, M/M/m (Tables 22-31), with the measured variance of
    response time; M/M/1 and M/M/m of the read/write mix over the servers (seed 002 §1-2);
+   seed 002 §3's per-server network (a GET M/M/m and a SET M/M/1 per server, one response
+   queue; Tables 3-4);
 9. the maximum-throughput configuration (seed 000 §3.4, 001 §1.2), gets and sets apart
    (seed 001 §2-3), queue and server time distributions from the request log (seed 001
    §1.3), the servers as queueing centres and every process's processor and network use
@@ -53,6 +55,7 @@ from ._factorial_models_section import factorial_models_section
 from ._max_throughput_section import max_throughput_section
 from ._mix_models_section import mix_models_section
 from ._mixed_section import mixed_section
+from ._pools_per_server_section import pools_per_server_section
 from ._predict_section import predictions_section
 from ._relative_section import relative_section
 from ._resources_section import resources_section
@@ -115,6 +118,7 @@ def write_report(
         factorial_models_section(summary),
         sections_of.models_section(summary, notes),
         mix_models_section(summary),
+        pools_per_server_section(summary),
         predictions_section(summary, notes),
         checks_section(results, summary, tolerance),
     ]

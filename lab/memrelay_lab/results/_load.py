@@ -9,8 +9,10 @@
   ``clients`` rows.
 - ``windows``: the per-second series behind those rows (one row per run, source and window),
   with ``t_s`` (seconds since the load started) and ``kept`` (inside the trimmed interval);
-  a middleware's windows also carry ``response_std_ms``, the standard deviation of the
-  window's response times (from its HdrHistogram).
+  every window also carries ``response_std_ms``, the standard deviation of the window's
+  response times: a middleware's from its HdrHistogram, the clients' from memrelay-bench's
+  per-interval ``std`` (the benches of a second pooled exactly: n, Σx and Σx² add up; NaN
+  from a bench that wrote none).
 - ``servers``: one row per run and memcached server, the change of its ``stats`` counters over
   the load phase (memcached counts every key of a multi-get in cmd_get) and the requests the
   middlewares sent it.
@@ -328,6 +330,8 @@ def _bench_type(summary: dict) -> dict:
     return {
         "count": summary["count"], "keys": summary["keys"], "hits": summary["hits"], "misses": summary["misses"],
         "errors": summary["errors"], "response_us_mean": latency.get("mean") or 0.0,
+        # memrelay-bench's per-interval spread (seed 001 Figure 36); an older bench has none.
+        "response_us_std": latency.get("std", math.nan) if summary["count"] else 0.0,
     }
 
 
@@ -380,7 +384,7 @@ _COUNTS = ("count", "read_keys", "hits", "misses", "errors", "count_get", "count
 
 
 def _is_additive(key: str) -> bool:
-    return key.endswith("_sum_us") or key in _COUNTS
+    return key.endswith("_sum_us") or key.endswith("_sum_us2") or key in _COUNTS
 
 
 def _type_measures(types: dict[str, dict], middleware: bool = False) -> dict:
@@ -400,7 +404,17 @@ def _type_measures(types: dict[str, dict], middleware: bool = False) -> dict:
     for name in ("response", "queue", "service") if middleware else ("response",):
         total = sum(t["count"] * (t.get(f"{name}_us_mean") or 0.0) for t in types.values())
         measures[f"{name}_sum_us"] = total
+    if not middleware:
+        # Σx² of the window's requests, n (σ² + mean²) per type: what the benches' windows add
+        # up to; NaN when the bench wrote no spread (an earlier version).
+        measures["response_sq_sum_us2"] = sum(
+            t["count"] * (_number(t.get("response_us_std")) ** 2 + (t.get("response_us_mean") or 0.0) ** 2)
+            for t in types.values() if t["count"])
     return _window_means(measures)
+
+
+def _number(value) -> float:
+    return float(value) if value is not None else math.nan
 
 
 def _add_measures(group: list[dict]) -> dict:
@@ -411,6 +425,12 @@ def _add_measures(group: list[dict]) -> dict:
 def _window_means(measures: dict) -> dict:
     count = measures["count"]
     measures["response_ms"] = measures["response_sum_us"] / count / 1000 if count else math.nan
+    if "response_sq_sum_us2" in measures:
+        # The standard deviation of the window's response times (over n), from Σx and Σx²: the
+        # clients' per-second spread (several benches' intervals pooled), seed 001 Figure 36.
+        mean_us = measures["response_sum_us"] / count if count else math.nan
+        variance = measures["response_sq_sum_us2"] / count - mean_us**2 if count else math.nan
+        measures["response_std_ms"] = math.sqrt(max(variance, 0.0)) / 1000 if np.isfinite(variance) else math.nan
     if "queue_sum_us" in measures:
         measures["queue_ms"] = measures["queue_sum_us"] / count / 1000 if count else math.nan
         measures["service_ms"] = measures["service_sum_us"] / count / 1000 if count else math.nan
