@@ -19,6 +19,7 @@ engine_matrix!(
     max_reply_bytes_ends_a_streaming_reply_as_memcached_does,
     a_client_reading_a_byte_at_a_time_keeps_memory_bounded,
     a_2_gb_reply_passes_without_a_server_timeout_while_another_client_is_served,
+    a_client_that_leaves_mid_reply_frees_the_server_connection_at_once,
 );
 
 const MIB: u64 = 1024 * 1024;
@@ -189,4 +190,22 @@ fn a_2_gb_reply_passes_without_a_server_timeout_while_another_client_is_served(e
     let stats = String::from_utf8_lossy(&stats);
     assert!(!relay.stderr().contains("is down"), "{}", relay.stderr());
     assert!(!stats.contains("SERVER_ERROR"), "{stats}");
+}
+
+fn a_client_that_leaves_mid_reply_frees_the_server_connection_at_once(engine: &str) {
+    let server = server_with_a_large_value();
+    // One worker or event loop: the leaver's reply and the next client share the connection.
+    let relay = start(engine, &server, &["--workers", "1", "--threads", "1"]);
+    let mut leaver = relay.client();
+    leaver.send(&amplifying_get(200));
+    // It reads nothing: memrelay has filled its socket and waits on it (its patience is 10 s).
+    thread::sleep(Duration::from_millis(500));
+    drop(leaver);
+    let mut next = relay.client();
+    next.set_read_timeout(Duration::from_secs(30));
+    let started = Instant::now();
+    assert_eq!(next.set("small", b"1"), "STORED\r\n");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "the next client waited {took:?} for the leaver's reply");
+    assert!(!relay.stderr().contains("is down"), "{}", relay.stderr());
 }

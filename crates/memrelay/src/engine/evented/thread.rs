@@ -191,6 +191,13 @@ impl EventLoop {
             return;
         }
         let session = self.clients.close(self.poll.registry(), slot);
+        if let Some(server) = session.engine.streaming_from {
+            // A reply was streaming to it: the rest is dropped now, not after the patience.
+            if self.upstreams[server].paused() {
+                self.upstreams[server].resume(true);
+                self.upstream_readable(server, false);
+            }
+        }
         for &index in &session.engine.queue {
             let entry = self.inflight.get_mut(index);
             entry.client = None;
