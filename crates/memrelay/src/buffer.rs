@@ -147,6 +147,13 @@ impl Arrivals {
         }
     }
 
+    /// Gives the memory of an empty record back (the client is idle).
+    pub fn release(&mut self) {
+        if self.reads.is_empty() {
+            self.reads = VecDeque::new();
+        }
+    }
+
     /// When the first waiting byte arrived.
     pub fn first(&self) -> Instant {
         self.reads.front().map_or_else(Instant::now, |read| read.1)

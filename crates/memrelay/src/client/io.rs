@@ -13,9 +13,6 @@ use crate::buffer::{Arrivals, Filled, ReadBuffer};
 /// Pieces of a streaming reply at least this long are written at once rather than appended.
 const SEND_DIRECT: usize = 8 * 1024;
 
-/// Output capacity a client keeps between replies; a larger buffer is given back once written.
-const KEEP_OUTPUT: usize = 4 * 1024;
-
 pub struct ClientIo {
     input: ReadBuffer,
     arrivals: Arrivals,
@@ -62,6 +59,7 @@ impl ClientIo {
         if self.drained && self.input.is_empty() {
             // Idle until the poller reports more: an idle connection holds no read buffer.
             self.input.release();
+            self.arrivals.release();
         }
     }
 
@@ -180,8 +178,9 @@ impl ClientIo {
             }
         }
         if self.flushed() {
-            // A large reply's buffer is given back once it is written.
-            crate::buffer::clear_and_trim(&mut self.output, KEEP_OUTPUT);
+            // The output's memory is given back once it is written (an idle connection holds
+            // none; allocating the next reply's costs less than a cache miss).
+            crate::buffer::clear_and_trim(&mut self.output, 0);
             self.written = 0;
         }
         let want = !self.flushed() && !self.broken;
