@@ -182,8 +182,13 @@ def _calibrate(group: pd.DataFrame) -> _Calibration:
         own = {}
         for index, row in group.iterrows():
             shifted = _shifted(row, sign) if sign else row
+            if sign and shifted.equals(row):  # no interval (one repetition): the mean's own point
+                own[index] = mean_own[index]
+                continue
             demands = _measured_demands(shifted)
             own[index] = (demands, _calibrated_wait(shifted, demands))
+        if not sign:
+            mean_own = own
         points[end] = _points_by_population(group, own)
         by_threads = {}
         for key in {tuple(group.loc[i, c] for c in threads) for i in own}:
@@ -433,7 +438,7 @@ def plan_capacity(
     for column in group_columns:
         group = group[group[column].astype(str) == str(best[column])]
     calibration = _calibrate(group)
-    base = calibration.base.copy()
+    base = calibration.base  # the link rate below is the one candidates' rates are relative to
     link_rates = {str(c).split(":")[1]: base[c] for c in base.index
                   if str(c).startswith("link:") and str(c).endswith(":rate_mbit") and pd.notna(base[c])}
     links = bool(link_rates) and any(str(name).startswith("link ") for name in calibration.points["mean"][0][1])
