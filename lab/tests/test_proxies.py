@@ -192,3 +192,74 @@ def test_a_missing_memcached_proxy_names_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setenv("MEMCACHED_PROXY", str(tmp_path / "no-such-memcached"))
     with pytest.raises(BinaryNotFound, match="scripts/build-memcached-proxy.sh"):
         find_proxy("memcached-proxy")
+
+
+# ---------------------------------------------------------------- the comparison in the report
+
+COMPARED = """\
+name = "proxies-compared-test"
+middleware = ["memrelay", "twemproxy", "memcached-proxy"]
+servers = 1
+threads_per_instance = 2
+clients_per_thread = [1, 4]
+middlewares = 1
+engine = "evented"
+repetitions = 2
+test_time = 3
+warmup = 1
+keys = 1000
+"""
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """A real run of the three programs (about 40 s) and its report."""
+    from memrelay_lab import parse_experiment, run_experiment
+    from memrelay_lab.report import write_report
+
+    _program("twemproxy")
+    _program("memcached-proxy")
+    out = tmp_path_factory.mktemp("compared") / "results"
+    with open(os.devnull, "w") as quiet:
+        summary = run_experiment(parse_experiment(COMPARED, source="proxies-compared-test.toml"), out,
+                                 binaries=find_binaries(), progress=quiet, handle_signals=False)
+    assert summary.ok
+    return out, write_report(out)
+
+
+def test_the_report_compares_the_three_programs_with_intervals(compared):
+    out, report = compared
+    assert "Proxies compared" in report.sections
+    html = report.html.read_text()
+    section = html[html.index('<section id="proxies-compared">'):]
+    section = section[:section.index("</section>")]
+    for program in ("memrelay", "twemproxy", "memcached-proxy"):
+        assert section.count(f">{program}<") >= 2, program  # a row per population
+    assert "±" in section and "µs/request" in section
+    assert section.count("<img") >= 2  # throughput and response-time curves
+    import csv
+
+    rows = list(csv.DictReader(open(report.tables["proxies_compared"])))
+    assert {r["middleware"] for r in rows} == {"memrelay", "twemproxy", "memcached-proxy"}
+    for row in rows:
+        assert "±" in row["throughput (req/s)"] and "±" in row["middleware CPU (µs/request)"]
+
+
+def test_every_proxy_is_measured_from_outside_and_modelled(compared):
+    from memrelay_lab import load
+    from memrelay_lab.analysis import predict_configurations
+    from memrelay_lab.results import summarize
+
+    out, _ = compared
+    results = load(out)
+    clients = results.runs[results.runs["source"] == "clients"]
+    for program in ("twemproxy", "memcached-proxy"):
+        mine = clients[clients["middleware"] == program]
+        assert (mine["cpu_proxy_us"] > 0).all() and (mine["cpu_middleware_us"] == mine["cpu_proxy_us"]).all()
+        assert not (results.runs["source"].str.startswith("middleware") & (results.runs["middleware"] == program)).any()
+        roles = results.processes[results.processes["run_id"].isin(mine["run_id"])]["role"]
+        assert "proxy" in set(roles) and "memrelay" not in set(roles)
+    summary = summarize(results)
+    predictions = predict_configurations(summary.pooled_table(), summary.config_columns)
+    stages = {p.parameters["middleware"]: set(p.predicted["utilizations"]) for p in predictions}
+    assert "twemproxy" in stages["twemproxy"] and "memcached-proxy" in stages["memcached-proxy"]

@@ -198,7 +198,7 @@ def _calibrate(group: pd.DataFrame) -> _Calibration:
         series[end] = by_threads
     ratios = []
     for _, row in group.iterrows():
-        mean, p99 = float(row.get("response_ms", math.nan)), float(row.get("p99_ms", math.nan) or math.nan)
+        mean, p99 = float(row.get("response_ms", math.nan)), float(row.get("response_p99_ms", math.nan) or math.nan)
         if math.isfinite(mean) and math.isfinite(p99) and mean > 0:
             ratios.append((_population(row), p99 / mean))
     base = group.loc[group["throughput"].astype(float).idxmax()]

@@ -185,7 +185,7 @@ def _verify(plan: Plan, experiment_file: Path, profile: str | None, out: Path) -
         failures.append(f"measured {x:,.0f}/s < {VERIFY_THROUGHPUT_SHARE:g} x target {plan.target:,.0f}/s")
     if plan.response_bound_ms is not None and not r <= plan.response_bound_ms:
         failures.append(f"measured response time {r:.3f} ms > bound {plan.response_bound_ms:g} ms")
-    p99 = float(measured.get("p99_ms", math.nan))
+    p99 = float(measured.get("response_p99_ms", math.nan))
     if plan.p99_bound_ms is not None and math.isfinite(p99) and p99 > plan.p99_bound_ms:
         failures.append(f"measured p99 {p99:.3f} ms > bound {plan.p99_bound_ms:g} ms")
     if not abs(error) <= VERIFY_PREDICTION_ERROR:

@@ -57,7 +57,7 @@ def proxies_section(summary: ResultsSummary) -> Section | None:
 
 def _comparison(summary: ResultsSummary, x: str, by: list[str]) -> pd.DataFrame:
     table = summary.table
-    keys = [c for c in summary.config_columns if c in table]
+    keys = [c for c in summary.display_columns if c in table]
     bottlenecks = named_bottlenecks(summary.pooled_table(), summary.config_columns, keys)
     rows = []
     for _, row in table.sort_values([*by, x]).iterrows():
@@ -67,7 +67,7 @@ def _comparison(summary: ResultsSummary, x: str, by: list[str]) -> pd.DataFrame:
             **{c: row[c] for c in (x, *by[1:]) if c in row},
             "throughput (req/s)": _mean_half(row, "throughput", 0),
             "response time (ms)": _mean_half(row, "response_ms", 3),
-            "p99 (ms)": _number(row.get("p99_ms", math.nan), 3),
+            "p99 (ms)": _mean_half(row, "response_p99_ms", 3),
             "middleware CPU (µs/request)": _mean_half(row, "cpu_middleware_us", 1) if pd.notna(cpu) else "–",
             "all processes' CPU (µs/request)": _mean_half(row, "cpu_total_us", 1),
             "bottleneck (model)": bottlenecks.get(tuple(str(row[c]) for c in keys), "–"),
