@@ -160,19 +160,38 @@ class _Calibration:
     p99_ratio: list[tuple[int, float]]  # (N, p99 / mean) at the calibration configurations
 
 
+# The most an end of an interval moves a figure, as a share of its mean. Three repetitions on
+# a busy machine can give half widths above the mean (t = 4.3 with two degrees of freedom):
+# a throughput at mean - half width would be zero or negative and the model's wait infinite.
+# Such an interval says the calibration runs disagree; the plan says so (`Plan.notes`).
+MAX_SHIFT = 0.5
+
+
 def _shifted(row: pd.Series, sign: int) -> pd.Series:
     """A row with every demand column moved by `sign` half widths, and the throughput the
-    other way (`sign` = +1: the pessimistic end)."""
+    other way (`sign` = +1: the pessimistic end); each move at most `MAX_SHIFT` of the mean."""
     row = row.copy()
+
+    def moved(value: float, half: float, direction: int) -> float:
+        if half is None or not math.isfinite(half):
+            return value
+        return max(value + direction * min(float(half), MAX_SHIFT * abs(value)), 0.0)
+
     for column in list(row.index):
         if str(column).startswith("cpu_") and str(column).endswith("_us"):
-            half = row.get(f"{column}_half_width", math.nan)
-            if half is not None and math.isfinite(half):
-                row[column] = max(float(row[column]) + sign * float(half), 0.0)
-    half = row.get("throughput_half_width", math.nan)
-    if half is not None and math.isfinite(half):
-        row["throughput"] = max(float(row["throughput"]) - sign * float(half), 1e-9)
+            row[column] = moved(float(row[column]), row.get(f"{column}_half_width", math.nan), sign)
+    row["throughput"] = moved(float(row["throughput"]), row.get("throughput_half_width", math.nan), -sign)
     return row
+
+
+def _wide_intervals(group: pd.DataFrame) -> list[str]:
+    """The calibration configurations whose throughput interval is wider than `MAX_SHIFT`."""
+    wide = []
+    for _, row in group.iterrows():
+        half = float(row.get("throughput_half_width", math.nan))
+        if math.isfinite(half) and half > MAX_SHIFT * float(row["throughput"]):
+            wide.append(f"clients={int(row['clients'])}: {float(row['throughput']):,.0f} ± {half:,.0f}/s")
+    return wide
 
 
 def _calibrate(group: pd.DataFrame) -> _Calibration:
@@ -463,6 +482,11 @@ def plan_capacity(
         candidate_sizes = [c for c in candidates if c is not chosen]
         next_smaller = candidate_sizes[-1] if candidate_sizes else None
         chosen.verdict = "plan"
+    wide = _wide_intervals(group)
+    if wide:
+        notes.append(f"calibration runs that disagree by more than ±{MAX_SHIFT:.0%} ({'; '.join(wide)}): the "
+                     f"interval's ends are taken at ±{MAX_SHIFT:.0%} of the means (more repetitions, or a quieter "
+                     "machine, narrow it)")
     if calibration.p99_ratio and p99_bound_ms is not None:
         notes.append("p99 from the model's mean response time times the p99/mean ratio measured at the "
                      "calibration configuration of the nearest population (a rule of thumb)")

@@ -233,7 +233,7 @@ def _table(plan: Plan, plot: Path, verify: dict | None) -> str:
     for c in plan.candidates:
         lines.append(f"{_label(c.parameters)[:62]:<62} "
                      f"{_interval(c.throughput_low, c.throughput, c.throughput_high):>28} "
-                     f"{c.response_ms:>8.3f} {c.bottleneck[:16]:<16} {c.verdict}")
+                     f"{_interval(math.nan, c.response_ms, math.nan, 3):>8} {c.bottleneck[:16]:<16} {c.verdict}")
     lines.append("")
     if plan.chosen is None:
         lines.append("no candidate carries the target within the bounds")
