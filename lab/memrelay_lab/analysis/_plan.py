@@ -33,8 +33,8 @@ scaled by these rules, each a consequence of where a request goes:
 
 ## Uncertainty
 
-Every demand and the measured throughput the wait is calibrated to have a confidence interval
-over the repetitions (Student t, the results' level). The throughput interval of a prediction
+Every demand (processor time and bytes through each link, per request) and the measured
+throughput the wait is calibrated to have a confidence interval over the repetitions (Student t, the results' level). The throughput interval of a prediction
 is the model solved at the pessimistic and optimistic ends: demands at mean + half width and z
 calibrated to X - its half width, and the other way round. The response time's interval comes
 from the same two solutions.
@@ -178,8 +178,12 @@ def _shifted(row: pd.Series, sign: int) -> pd.Series:
         return max(value + direction * min(float(half), MAX_SHIFT * abs(value)), 0.0)
 
     for column in list(row.index):
-        if str(column).startswith("cpu_") and str(column).endswith("_us"):
-            row[column] = moved(float(row[column]), row.get(f"{column}_half_width", math.nan), sign)
+        name = str(column)
+        # Processor time per request, and bytes per request through each link: every demand.
+        if (name.startswith("cpu_") and name.endswith("_us")) or \
+                (name.startswith("link:") and name.endswith("_bytes_per_request")):
+            if pd.notna(row[column]):
+                row[column] = moved(float(row[column]), row.get(f"{column}_half_width", math.nan), sign)
     row["throughput"] = moved(float(row["throughput"]), row.get("throughput_half_width", math.nan), -sign)
     return row
 

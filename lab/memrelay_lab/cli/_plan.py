@@ -122,9 +122,9 @@ def derived_experiment(plan: Plan, experiment_text: str, profile: str | None) ->
             document[key] = _toml_value(key, value)
         elif isinstance(document.get(key), list):
             document[key] = document[key][0]
-    document["name"] = f"{document.get('name', 'experiment')}-plan-{int(plan.target)}"
-    document["description"] = (f"memrelay-lab plan --verify: {plan.target:,.0f} requests/s, derived from "
-                               f"{document.get('name')}")
+    original = document.get("name", "experiment")
+    document["name"] = f"{original}-plan-{int(plan.target)}"
+    document["description"] = f"memrelay-lab plan --verify: {plan.target:,.0f} requests/s, derived from {original}"
     return _dump_toml(document)
 
 
