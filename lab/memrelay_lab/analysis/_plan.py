@@ -483,8 +483,7 @@ def plan_capacity(
             break
     next_smaller = None
     if chosen is not None:
-        candidate_sizes = [c for c in candidates if c is not chosen]
-        next_smaller = candidate_sizes[-1] if candidate_sizes else None
+        next_smaller = _next_smaller(chosen, candidates, knobs)
         chosen.verdict = "plan"
     wide = _wide_intervals(group)
     if wide:
@@ -498,11 +497,35 @@ def plan_capacity(
         notes.append("the testbed's link rates are set by `testbed up`: the plan keeps them")
     base_parameters = {c: base[c] for c in (*config_columns, "servers", "middlewares", "client_machines",
                                            "clients_per_thread") if c in base.index}
-    return Plan(target, response_bound_ms, p99_bound_ms, base_parameters, knobs, chosen, next_smaller,
-                _shown(candidates, chosen), notes)
+    shown = _shown(candidates, chosen)
+    if next_smaller is not None and next_smaller not in shown:
+        shown = [next_smaller, *shown]
+    return Plan(target, response_bound_ms, p99_bound_ms, base_parameters, knobs, chosen, next_smaller, shown, notes)
 
 
 SHOWN = 12
+
+
+def _next_smaller(chosen: Candidate, candidates: list[Candidate], knobs: list[str]) -> Candidate | None:
+    """The plan with one count one step smaller (the one that carries most of those tried),
+    which says what the plan's extra resource is for; else the candidate tried just before."""
+    def counts(candidate: Candidate) -> dict:
+        return {k: candidate.parameters.get(k) for k in knobs}
+
+    mine = counts(chosen)
+    neighbours = []
+    for candidate in candidates:
+        if candidate is chosen:
+            continue
+        theirs = counts(candidate)
+        differing = [k for k in knobs if theirs[k] != mine[k]]
+        if len(differing) == 1 and theirs[differing[0]] < mine[differing[0]]:
+            neighbours.append(candidate)
+    if neighbours:
+        return max(neighbours, key=lambda c: (c.parameters[[k for k in knobs if c.parameters.get(k) != mine[k]][0]],
+                                              c.throughput))
+    earlier = [c for c in candidates if c is not chosen]
+    return earlier[-1] if earlier else None
 
 
 def _shown(candidates: list[Candidate], chosen: Candidate | None) -> list[Candidate]:
