@@ -32,6 +32,7 @@ from ._server_visits import server_centers, server_demands, server_network, visi
 from ._network import Demands, NetworkModel, build_centers, link_columns, link_demands, measured_demands, network_model
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, named_bottlenecks, predict_configurations, predictions_frame
+from ._plan import Candidate, Plan, RoleHostCounts, candidate_demands, plan_capacity
 from ._tables import interactive_law_table, model_metric_table
 from ._relative import RELATIVE_MEASURES, relative_differences
 from ._response_statistics import response_statistics
@@ -45,6 +46,11 @@ from ._time_distributions import (
 )
 
 __all__ = [
+    "Candidate",
+    "Plan",
+    "RoleHostCounts",
+    "candidate_demands",
+    "plan_capacity",
     "bandwidth_table",
     "RELATIVE_MEASURES",
     "relative_differences",

@@ -18,7 +18,9 @@ Per run (each compares figures that come from different programs, so a wrong one
 - **Byte balance through memrelay**: the bytes the kernel counted on memrelay's sockets
   against the bytes counted on its peers' (cpu.json): what memrelay received must be what the
   clients and the servers sent, and what it sent what they received. The kernel counts each
-  socket on its own, so a sampler that misses sockets or mixes up processes shows.
+  socket on its own, so a sampler that misses sockets or mixes up processes shows. The same
+  for twemproxy and memcached's proxy (``Byte balance through twemproxy``): the kernel counts
+  their sockets as it counts memrelay's.
 - **Load generators ran together**: the part of the shortest kept interval of the run's load
   generators that all of them covered, on the lab's clock (each host's clock offset taken out).
   The clients' throughput adds their windows second by second, which is right only when those
@@ -35,7 +37,8 @@ Per configuration:
   much longer each run) would narrow it to the target, assuming the spread falls with the
   square root of the samples.
 - **Utilization of single-server centres** (given a model's demands): X D for the net thread
-  must not exceed 1; a value above 1 is not a busy thread but a wrong demand.
+  must not exceed 1; a value above 1 is not a busy thread but a wrong demand. Pool engine
+  only: the evented engine has no single net thread.
 """
 
 from __future__ import annotations
@@ -99,6 +102,9 @@ def consistency_checks(
             checks.append(_littles_law_middleware(run_id, mw, tolerance))
             checks.append(_flow_clients_middleware(run_id, row, mw, tolerance))
             checks.append(_flow_middleware_servers(run_id, row, results.servers, tolerance))
+        measured_inside = middleware is not None and run_id in middleware.index
+        # Any middleware program, memrelay or a proxy measured from outside: the kernel counts its bytes.
+        if measured_inside or float(row.get("middlewares", 0) or 0) > 0:
             checks += _byte_balance(run_id, row, results.processes, tolerance)
         checks.append(_loaders_together(run_id, row))
         checks.append(_stationarity(run_id, results.windows, tolerance))
@@ -160,7 +166,10 @@ def _flow_middleware_servers(run_id: str, clients: pd.Series, servers: pd.DataFr
 
 
 def _byte_balance(run_id: str, clients: pd.Series, processes: pd.DataFrame, tolerance: float) -> list[Check]:
-    name = "Byte balance through memrelay"
+    # Any middleware program (memrelay, or a proxy measured from outside): the same kernel counters.
+    program = str(clients.get("middleware", "memrelay") or "memrelay")
+    program = "memrelay" if program in ("nan", "none") else program
+    name = f"Byte balance through {program}"
     if processes.empty or "received_bytes_per_s" not in processes:
         return [Check(name, run_id, math.nan, "", None, "no network counters (results of an earlier lab)")]
     rows = processes[processes["run_id"] == run_id]
@@ -174,15 +183,15 @@ def _byte_balance(run_id: str, clients: pd.Series, processes: pd.DataFrame, tole
         if count is not None and pd.notna(count) and int(roles.get(role, 0)) != int(count):
             return [Check(name, run_id, math.nan, "", None,
                           f"{int(roles.get(role, 0))} of {int(count)} {role} processes were sampled")]
-    relay = rows[rows["role"] == "memrelay"]
-    peers = rows[rows["role"] != "memrelay"]
+    in_middle = rows["role"].isin(["memrelay", "proxy"])
+    relay, peers = rows[in_middle], rows[~in_middle]
     checks = []
     for direction, own, other in (("in", "received_bytes_per_s", "sent_bytes_per_s"),
                                   ("out", "sent_bytes_per_s", "received_bytes_per_s")):
         mine, theirs = float(relay[own].sum()), float(peers[other].sum())
         ratio = mine / theirs if theirs > 0 else math.nan
-        what = ("memrelay's received / clients' + servers' sent = 1" if direction == "in"
-                else "memrelay's sent / clients' + servers' received = 1")
+        what = (f"{program}'s received / clients' + servers' sent = 1" if direction == "in"
+                else f"{program}'s sent / clients' + servers' received = 1")
         checks.append(_ratio_check(f"{name} ({direction})", run_id, ratio, tolerance, what,
                                    f"{mine / 1e6:,.3f} against {theirs / 1e6:,.3f} MB/s"))
     return checks
@@ -252,6 +261,8 @@ def net_thread_utilization_checks(table: pd.DataFrame, config_columns: Sequence[
     for _, row in table.iterrows():
         if not float(row.get("middlewares", 0) or 0) > 0 or not math.isfinite(float(row.get("mw_response_ms", math.nan))):
             continue
+        if row.get("engine") == "evented":
+            continue  # no single net thread: each event loop reads, routes and answers its own clients
         demands = measured_demands(row)
         per_middleware = float(row["mw_throughput"]) / int(row["middlewares"])
         value = per_middleware * demands.net_thread

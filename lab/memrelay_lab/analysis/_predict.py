@@ -14,7 +14,11 @@ and, off them, waits:
   processor time, memcached's, and the off-processor wait z of the exchange);
 - evented engine: the clients, the event loops (one per usable core: memrelay's default), and
   memcached with the wait z;
-- no middleware: the clients, and memcached with the wait z.
+- no middleware: the clients, and memcached with the wait z;
+- another proxy (``middleware = "twemproxy" | "memcached-proxy"``, measured from outside: its
+  demand is its process's processor time per request): the clients, the proxy's threads (one
+  event loop per twemproxy; memcached's proxy one worker thread per usable core, as the lab
+  starts it), and memcached with the wait z.
 
 Links (issue 33): every host link whose rate is known and whose bytes were counted over a
 long enough interval is a stage of its own beside them, one thread (a link sends one frame at
@@ -72,9 +76,12 @@ from ._network import busier_directions, link_demands
 __all__ = ["Prediction", "named_bottlenecks", "predict_configurations", "predictions_frame", "stages_of"]
 
 THREAD_COLUMNS = ("workers", "threads")
+# The threads of one proxy measured from outside, given the usable cores (`experiment._proxies`).
+PROXY_THREADS = {"twemproxy": lambda cores: 1, "memcached-proxy": lambda cores: cores}
 # Not a parameter: which `combinations` entry of the experiment file a configuration came from.
 DESIGN_COLUMNS = ("block",)
-_DEMANDS = ("cpu_bench_us", "cpu_net_us", "cpu_other_us", "cpu_worker_us", "cpu_loop_us", "cpu_memcached_us")
+_DEMANDS = ("cpu_bench_us", "cpu_net_us", "cpu_other_us", "cpu_worker_us", "cpu_loop_us", "cpu_memcached_us",
+            "cpu_proxy_us")
 # The most of the off-processor wait a worker holds, in µs: the servers' time the middleware
 # measured, less memcached's processor time (module docstring, links).
 WAIT_CAP = "wait_in_pool_max_us"
@@ -119,7 +126,12 @@ def stages_of(row: pd.Series | dict, demands: dict[str, float], off_cpu_s: float
     bench_threads = int(row.get("instances", 1)) * int(row.get("threads_per_instance", 1))
     stages = [Stage("clients", us("cpu_bench_us") or 1e-9, threads=max(bench_threads, 1))]
     middlewares = int(row.get("middlewares", 0) or 0)
+    program = row.get("middleware") or "memrelay"
     if middlewares == 0:
+        stages.append(Stage("memcached", us("cpu_memcached_us"), off_cpu_s))
+    elif program in PROXY_THREADS:
+        threads = PROXY_THREADS[program](int(row.get("cores", 1) or 1)) * middlewares
+        stages.append(Stage(program, us("cpu_proxy_us") or 1e-9, threads=threads))
         stages.append(Stage("memcached", us("cpu_memcached_us"), off_cpu_s))
     elif row.get("engine") == "evented":
         loops = int(row.get("cores", 1) or 1) * middlewares

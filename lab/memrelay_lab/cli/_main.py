@@ -11,6 +11,7 @@ Subcommands (each in its own module, registered by its `add_*_parser`):
     memrelay-lab check RESULTS [--format json|table] [--tolerance 0.1] [--target 0.05]   (exit 1: a check failed)
     memrelay-lab testbed up --hosts N|NAMES [--rate-mbit R] [--host-rate NAME=R] ...   (see _testbed)
     memrelay-lab testbed down | status [--format json]
+    memrelay-lab plan RESULTS --throughput X [--response-ms R] [--p99-ms P] [--verify]   (see _plan)
     memrelay-lab model build RESULTS [--variant nested|seed] [--demands each|lowest]
                                      [--service-rate service-time|peak]
 
@@ -48,6 +49,7 @@ from collections.abc import Sequence
 from ._check import add_check_parser
 from ._factorial import add_factorial_parser
 from ._model import add_model_parser
+from ._plan import add_plan_parser
 from ._output import PROG, CliError, one_line
 from ._report import add_report_parser
 from ._run import add_run_parser
@@ -81,4 +83,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_parser(subparsers)
     add_check_parser(subparsers)
     add_testbed_parser(subparsers)  # `testbed up|down|status` (_testbed.py)
+    add_plan_parser(subparsers)  # `plan RESULTS --throughput X [--verify]` (_plan.py)
     return parser

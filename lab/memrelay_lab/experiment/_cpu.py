@@ -76,14 +76,14 @@ class _Snapshot:
     threads: dict[str, dict[str, float]]  # name -> thread name -> seconds
 
 
-def _snapshot(pids: dict[str, int], with_threads: bool = True) -> _Snapshot:
+def _snapshot(pids: dict[str, int], roles: dict[str, str], with_threads: bool = True) -> _Snapshot:
     process, threads = {}, {}
     for name, pid in pids.items():
         try:
             proc = psutil.Process(pid)
             times = proc.cpu_times()
             process[name] = times.user + times.system
-            if with_threads and role_of(name) == "memrelay":
+            if with_threads and roles.get(name, role_of(name)) == "memrelay":
                 threads[name] = _thread_times(proc)
         except psutil.Error:
             continue  # gone: the run's own checks report it
@@ -111,6 +111,9 @@ class CpuSampler:
     end: float
     #: Host name -> the lab's interface carrying that host's link (`_link_bytes`).
     links: dict[str, str] = field(default_factory=dict)
+    #: Process name -> role where the name does not tell it (a middleware that is no memrelay:
+    #: ``proxy``).
+    roles: dict[str, str] = field(default_factory=dict)
     _first: _Snapshot | None = None
     _last: _Snapshot | None = None
     _network: list[tuple[float, dict[str, tuple[int, int]]]] = field(default_factory=list, repr=False)
@@ -134,11 +137,11 @@ class CpuSampler:
 
     def _take_first(self) -> None:
         self._take_links()
-        self._first = _snapshot(self.pids)
+        self._first = _snapshot(self.pids, self.roles)
 
     def _take_last(self) -> None:
         self._take_links()
-        self._last = _snapshot(self.pids)
+        self._last = _snapshot(self.pids, self.roles)
 
     def _take_links(self) -> None:
         """The links' counters with the time they were read at (the middle of the reading)."""
@@ -150,7 +153,7 @@ class CpuSampler:
     def _take_network(self) -> None:
         # Processor times first: the socket dump can take seconds on a loaded machine, by which
         # time a load generator may have exited.
-        self._inside.append(_snapshot(self.pids, with_threads=False))
+        self._inside.append(_snapshot(self.pids, self.roles, with_threads=False))
         self._network.append(tcp_bytes(self.pids))
 
     def finish(self) -> dict | None:
@@ -165,7 +168,7 @@ class CpuSampler:
         for name, seconds in last.process.items():
             if name not in first.process:
                 continue
-            record = {"role": role_of(name), "cpu_s": round(seconds - first.process[name], 6)}
+            record = {"role": self.roles.get(name, role_of(name)), "cpu_s": round(seconds - first.process[name], 6)}
             if name in last.threads:
                 record["threads"] = {
                     thread: round(t - first.threads.get(name, {}).get(thread, 0.0), 6)
@@ -191,7 +194,7 @@ class CpuSampler:
             for name in before.keys() & after.keys():
                 received, sent = after[name][0] - before[name][0], after[name][1] - before[name][1]
                 if received >= 0 and sent >= 0:  # less than before: a connection closed in between
-                    record = processes.setdefault(name, {"role": role_of(name)})
+                    record = processes.setdefault(name, {"role": self.roles.get(name, role_of(name))})
                     record["received_bytes"], record["sent_bytes"] = received, sent
         document = {"interval_unix": [first.at, last.at], "cores": machine_cores(), "processes": processes}
         if len(self._links) == 2:

@@ -44,6 +44,7 @@ _PRODUCT_ORDER = [
     "sharded",
     "servers",
     "middlewares",
+    "middleware",
     "engine",
     "distribution",
     "replication",
@@ -60,7 +61,7 @@ _PRODUCT_ORDER = [
 ]
 assert sorted(_PRODUCT_ORDER) == sorted(PARAMETERS)
 
-_MIDDLEWARE_ONLY = ("workers", "engine", "distribution", "replication", "read_from", "sharded")
+_MIDDLEWARE_ONLY = ("middleware", "workers", "engine", "distribution", "replication", "read_from", "sharded")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class Configuration:
     populate: bool
     block: int | None = None
     protocol: str = "text"
+    #: The middleware program (`_proxies`); None without middleware.
+    middleware: str | None = "memrelay"
 
     @property
     def sets(self) -> int:
@@ -156,7 +159,9 @@ class Configuration:
     def label(self) -> str:
         """A short human description for progress lines (the parameters that matter here)."""
         shown: dict[str, Any] = {"servers": self.servers, "middlewares": self.middlewares}
-        if self.middlewares:
+        if self.middlewares and self.middleware not in (None, "memrelay"):
+            shown["middleware"] = self.middleware
+        elif self.middlewares:
             shown["workers"] = self.workers
             if self.engine != "pool":
                 shown["engine"] = self.engine

@@ -4,8 +4,9 @@
 
 1. `start_servers`: the memcached servers, each waited for until it listens (free ports on
    their hosts);
-2. `start_middlewares`: the middlewares (none for a baseline), each with its own
-   ``--stats-dir``;
+2. `start_middlewares`: the middlewares (none for a baseline): memrelay, each with its own
+   ``--stats-dir``, or the configuration's other proxy (`_proxies`: twemproxy, memcached's
+   proxy) with its configuration file in the run's folder;
 3. `populate`: ``memrelay-bench --populate`` over the key range when the workload reads
    (seed 000 §1.10), straight to every server when keys live on every server (no middleware,
    or distribution "all"), through middleware 0 with ketama (so keys land on their
@@ -14,7 +15,7 @@
    told to begin their load at one instant (``--start-at``, `_start_time`: on each host's own
    clock, so that their kept intervals overlap however long the starts took), sample every process's processor time over the kept interval (`_cpu`, cpu.json), wait for
    the benches, save ``stats`` again ("after");
-5. `stop`: SIGTERM the middlewares (they write summary.json), then stop the servers.
+5. `stop`: SIGTERM the middlewares (memrelay writes summary.json), then stop the servers.
 
 A failure raises `RunFailed` with the reason; whatever happens, every process the run
 started is stopped and recorded in the run's manifest record, and every file the run's
@@ -34,7 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._cpu import CpuSampler
+from ._binaries import find_proxy
+from ._cpu import CpuSampler, machine_cores
+from ._proxies import BLACK_BOX, proxy_launch
 from ._expand import Run, placement
 from ._hosts import Host, HostError, ProcessHandle
 from ._roles import RoleHosts
@@ -63,7 +66,7 @@ class RunFailed(Exception):
 class _Middleware:
     handle: ProcessHandle
     port: int
-    stats_dir: Path
+    stats_dir: Path | None  # None: a proxy measured from outside (no summary.json)
 
 
 @dataclass
@@ -142,9 +145,13 @@ class OneRun:
         self._mark("servers_ready")
 
     def start_middlewares(self) -> None:
+        program = getattr(self.config, "middleware", None) or "memrelay"
         for k in range(self.config.middlewares):
             host = self.hosts.middleware(k)
             port = host.free_port()
+            if program in BLACK_BOX:
+                self._start_proxy(program, k, host, port)
+                continue
             stats_dir = self.run_dir / f"middleware-{k}"
             argv = memrelay_command(self._binaries(host).memrelay, self.config, f"{host.address}:{port}",
                                     self.server_addresses, host.path(stats_dir), self.settings["request_log_sample"])
@@ -152,6 +159,7 @@ class OneRun:
             self.middlewares.append(_Middleware(handle, port, stats_dir))
             self.files["middlewares"].append({
                 "host": host.name,
+                "program": "memrelay",
                 "log": self._rel(handle.log_path),
                 "summary": self._rel(stats_dir / "summary.json"),
                 "windows": self._rel(stats_dir / "windows.jsonl"),
@@ -159,6 +167,22 @@ class OneRun:
         for middleware in self.middlewares:
             wait_until_listening(self.host_of(middleware.handle), middleware.handle, middleware.port)
         self._mark("middlewares_ready")
+
+    def _start_proxy(self, program: str, k: int, host: Host, port: int) -> None:
+        """twemproxy or memcached's proxy as middleware k, its configuration file beside its log."""
+        launch = proxy_launch(program, find_proxy(program), self.config, host.address, port, host.free_port(),
+                              self.server_addresses, usable_cores=machine_cores()["usable"],
+                              as_root=host.user_is_root)
+        config_path = self.run_dir / f"middleware-{k}.{launch.config_name}"
+        config_path.write_text(launch.config_text)
+        if isinstance(host, SSHHost):
+            host.put(config_path, str(host.path(config_path)), mode=0o644)
+        handle = self._start(host, f"middleware-{k}", launch.command(str(host.path(config_path))))
+        self.middlewares.append(_Middleware(handle, port, None))
+        self.files["middlewares"].append({
+            "host": host.name, "program": program, "log": self._rel(handle.log_path),
+            "config": self._rel(config_path), "routing": launch.routing,
+        })
 
     def populate(self) -> None:
         if not self.config.populate:
@@ -218,8 +242,9 @@ class OneRun:
                 if self.host_of(h).name in self.hosts.visible and self.host_of(h).poll(h) is None}
         links = {host.name: host.spec.link_interface for host in self.hosts.all()
                  if isinstance(host, SSHHost) and host.spec.link_interface}
+        roles = {m.handle.name: "proxy" for m in self.middlewares if m.stats_dir is None}
         sampler = CpuSampler(pids, started + self.config.warmup, started + test_time - self.config.cooldown,
-                             links=links)
+                             links=links, roles=roles)
         sampler.begin()
         wait_all(self.host_of, [h for h, _ in benches], max(started - time.time(), 0.0) + test_time + 30.0,
                  self.services,
@@ -248,6 +273,8 @@ class OneRun:
                 raise RunFailed(f"{handle.name} exited with status {handle.returncode} during the run "
                                 f"(log: {handle.log_path})")
             status = host.stop(handle, grace=15.0)
+            if middleware.stats_dir is None:  # a proxy measured from outside writes nothing
+                continue
             summary = middleware.stats_dir / "summary.json"
             if host.fetch(summary, summary) is None:
                 raise RunFailed(f"{handle.name} wrote no summary.json (exit status {status}; log: {handle.log_path})")

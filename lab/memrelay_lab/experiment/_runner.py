@@ -50,7 +50,7 @@ from ._manifest import (
 )
 from ._one_run import OneRun, RunFailed, execute_run
 from ._preflight import connect_hosts
-from ._binaries import Binaries, find_binaries
+from ._binaries import Binaries, find_binaries, find_proxy
 from ._processes import program_versions
 from ._progress import Progress, duration
 from ._roles import RoleHosts
@@ -118,6 +118,9 @@ def run_experiment(
     """
     runs = plan(experiment)  # validates the whole design before anything starts
     binaries = binaries or find_binaries()
+    # Every other proxy the design runs, found before anything starts (BinaryNotFound says how to get it).
+    for program in sorted({run.configuration.middleware for run in runs if run.configuration.middlewares} - {"memrelay"}):
+        find_proxy(program)
     out = Path(out_dir) if out_dir is not None else default_out_dir(experiment)
     previous = previous_manifest(out, resume)
     check_same_experiment(previous, experiment, out)

@@ -242,6 +242,8 @@ PARAMETERS: dict[str, Parameter] = {
         _p("multiget", _whole(1), 1, "keys per get request (1 = plain get)"),
         _p("sharded", _boolean, False, "split multi-gets over the servers (multi-get behaviour)"),
         _p("middlewares", _whole(0), REQUIRED, "middlewares; 0 = clients talk to the servers directly"),
+        _p("middleware", _choice("memrelay", "twemproxy", "memcached-proxy"), "memrelay",
+           "the middleware program: memrelay, twemproxy or memcached's proxy, each routing as memrelay does"),
         _p("workers", _whole(1), 8, "worker threads per middleware (pool engine)"),
         _p("engine", _choice("pool", "evented"), "pool", "middleware scheduler"),
         _p("distribution", _choice("all", "ketama"), "all", "all: every key on every server; ketama: a hash ring"),

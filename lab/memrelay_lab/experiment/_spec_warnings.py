@@ -55,9 +55,17 @@ def spec_warnings(values: Mapping[str, tuple], combinations: tuple | None, setti
             found.append(SpecWarning(source, line, key, reason))
 
     if used("middlewares") == {0}:
-        for key in ("workers", "engine", "distribution", "replication", "read_from", "sharded"):
+        for key in ("middleware", "workers", "engine", "distribution", "replication", "read_from", "sharded"):
             ignored(key, "ignored: middlewares = 0 everywhere (the clients talk to the servers directly)")
     else:
+        if "memrelay" not in used("middleware"):
+            for key in ("workers", "engine"):
+                ignored(key, "ignored: no configuration runs memrelay (twemproxy and memcached's proxy have "
+                        "their own threads)")
+        if "twemproxy" in used("middleware") and (used("distribution") == {"all"} and max(used("servers")) > 1
+                                                  or used("replication") - {"1", None}):
+            ignored("middleware", "twemproxy keeps one copy of each key: its configurations hash every key to "
+                    "one server instead of replicating writes")
         if used("engine") == {"evented"}:
             ignored("workers", 'ignored: engine = "evented" everywhere, and only the pool engine has workers')
         if used("distribution") == {"all"}:

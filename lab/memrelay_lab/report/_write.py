@@ -57,6 +57,7 @@ from ._mix_models_section import mix_models_section
 from ._mixed_section import mixed_section
 from ._pools_per_server_section import pools_per_server_section
 from ._predict_section import predictions_section
+from ._proxies_section import proxies_section
 from ._relative_section import relative_section
 from ._resources_section import resources_section
 from ._trace_section import trace_section
@@ -105,6 +106,7 @@ def write_report(
         sections_of.configurations(summary),
         max_throughput_section(summary),
         sections_of.throughput_section(summary),
+        proxies_section(summary),
         sections_of.breakdown_section(summary),
         time_distributions_section(summary),
         sections_of.percentiles_section(summary),

@@ -90,7 +90,7 @@ _EPSILON = 1e-6
 # Configuration keys that do not apply (None) get a value groupby keeps.
 _NOT_APPLICABLE = {
     "workers": 0, "replicas": 0, "sharded": False, "engine": "n/a", "distribution": "n/a", "replication": "n/a",
-    "read_from": "n/a", "block": 0,
+    "read_from": "n/a", "block": 0, "middleware": "none",
 }
 
 
@@ -245,6 +245,8 @@ def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] 
 
     middleware_rows, all_middleware_windows, buckets, kept_hdrs = [], [], [], []
     for k, files_k in enumerate(files["middlewares"]):
+        if "summary" not in files_k:  # a proxy measured from outside (twemproxy, memcached's proxy)
+            continue
         summary = _read_json(path / files_k["summary"])
         raw = _read_jsonl(path / files_k["windows"])
         offset = offsets.get(files_k.get("host"), 0.0)
@@ -581,7 +583,8 @@ def _summary_buckets(summary: dict, request_type: str | None) -> list[tuple[str,
 
 
 def _middleware_names(record: dict) -> list[str]:
-    return [f"middleware-{k}" for k in range(len(record["files"]["middlewares"]))]
+    """The middlewares that measured themselves (memrelay: summary.json)."""
+    return [f"middleware-{k}" for k, files in enumerate(record["files"]["middlewares"]) if "summary" in files]
 
 
 def _middleware_files(record: dict, name: str) -> dict:
@@ -594,7 +597,8 @@ def _middleware_files(record: dict, name: str) -> dict:
 def _read_servers(path: Path, record: dict) -> list[dict]:
     files = record["files"]
     per_server_requests: dict[int, int] = {}
-    for files_k in files["middlewares"]:
+    measuring = [files_k for files_k in files["middlewares"] if "summary" in files_k]
+    for files_k in measuring:
         summary = _read_json(path / files_k["summary"])
         for j, server in enumerate(summary.get("servers", [])):
             per_server_requests[j] = per_server_requests.get(j, 0) + server["requests"]
@@ -608,7 +612,7 @@ def _read_servers(path: Path, record: dict) -> list[dict]:
                 row[counter] = int(after.get(counter, 0))
             else:
                 row[counter] = int(after.get(counter, 0)) - int(before.get(counter, 0))
-        row["middleware_requests"] = per_server_requests.get(j, math.nan) if files["middlewares"] else math.nan
+        row["middleware_requests"] = per_server_requests.get(j, math.nan) if measuring else math.nan
         rows.append(row)
     return rows
 
@@ -619,7 +623,7 @@ def _cpu_measures(document: dict, throughput: float) -> dict:
     start, end = document["interval_unix"]
     seconds = max(end - start, 1e-9)
     requests = throughput * seconds if throughput and math.isfinite(throughput) else math.nan
-    by_role: dict[str, float] = {"bench": 0.0, "memrelay": 0.0, "memcached": 0.0}
+    by_role: dict[str, float] = {"bench": 0.0, "memrelay": 0.0, "memcached": 0.0, "proxy": 0.0}
     by_thread: dict[str, float] = {"net": 0.0, "worker": 0.0, "loop": 0.0, "other": 0.0}
     for record in document["processes"].values():
         if "cpu_s" not in record:  # only network bytes: the process left before the last snapshot
@@ -630,6 +634,8 @@ def _cpu_measures(document: dict, throughput: float) -> dict:
     measures = {f"cpu_{role}_us": 1e6 * cpu_s / requests for role, cpu_s in by_role.items()}
     if by_role["memrelay"] > 0:
         measures.update({f"cpu_{role}_us": 1e6 * cpu_s / requests for role, cpu_s in by_thread.items()})
+    # The middleware program's processor time whichever it is (memrelay or another proxy).
+    measures["cpu_middleware_us"] = 1e6 * (by_role["memrelay"] + by_role["proxy"]) / requests
     measures["cpu_total_us"] = 1e6 * sum(by_role.values()) / requests
     measures["cpu_cores_busy"] = sum(by_role.values()) / seconds
     measures["cores"] = document["cores"]["usable"]

@@ -30,6 +30,8 @@ def request_log(results, run_id: str) -> pd.DataFrame:
     load_start = min(c["start_unix_s"] for c in clients)
     parts = []
     for k, files in enumerate(record["files"]["middlewares"]):
+        if "summary" not in files:  # a proxy measured from outside
+            continue
         summary_path = Path(results.path) / files["summary"]
         log = summary_path.parent / "requests.csv"
         if not log.is_file():
