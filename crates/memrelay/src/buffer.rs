@@ -57,6 +57,20 @@ impl ReadBuffer {
         self.end = 0;
     }
 
+    /// Makes room for a message of `total` bytes starting at the first pending byte, at once
+    /// (rather than doubling read by read).
+    pub fn reserve(&mut self, total: usize) {
+        if self.data.len() - self.start >= total {
+            return;
+        }
+        if self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        self.data.resize(total.max(self.end + self.chunk), 0);
+    }
+
     /// Gives the memory of an empty buffer back if a long message grew it past its chunk.
     pub fn trim(&mut self) {
         if self.is_empty() && self.data.len() > self.chunk {

@@ -40,6 +40,7 @@ pub mod fuzzing;
 pub mod generation;
 mod log_limit;
 pub mod measure;
+pub mod memory;
 mod relay;
 pub mod reload;
 pub mod routing;
@@ -91,6 +92,9 @@ pub fn run(settings: Settings) -> Result<(), Error> {
 /// ([`reload`]).
 pub fn run_reloading(mut settings: Settings, reload: Option<reload::Source>) -> Result<(), Error> {
     descriptors::fit(&mut settings).map_err(Error::Descriptors)?;
+    if let Err(e) = memory::start_trimmer() {
+        eprintln!("memrelay: warning: no memory trimmer thread ({e}): freed memory stays with the process");
+    }
     let shutdown = Arc::new(AtomicBool::new(false));
     match settings.engine.kind {
         settings::Engine::Pool => engine::pool::run(settings, shutdown, reload),

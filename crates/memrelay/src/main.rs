@@ -18,16 +18,6 @@ extern "C" fn catch_signals_first() {
     let _ = memrelay::catch_signals_from_start();
 }
 
-/// Buffers of 256 KiB and more are mapped on their own and unmapped when freed, so memory a
-/// large request or reply took returns to the system (glibc otherwise raises this threshold
-/// after each such free, up to 32 MiB, and keeps the freed memory in its heap).
-fn give_large_buffers_back() {
-    // SAFETY: mallopt only sets an allocator parameter; called before any other thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
-    }
-}
-
 fn main() -> ExitCode {
     // First (done already by the constructor above): a SIGHUP, SIGINT or SIGTERM from now on is
     // noted, never the default action (death), in the milliseconds before the engine's own
@@ -37,7 +27,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     exit_on_panic();
-    give_large_buffers_back();
+    memrelay::memory::configure_allocator();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let expanded = match config_file::expand(argv.clone()) {
         Ok(expanded) => expanded,

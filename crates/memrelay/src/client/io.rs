@@ -63,6 +63,11 @@ impl ClientIo {
         }
     }
 
+    /// The pending bytes begin a message of `total` bytes: room for it is made at once.
+    pub fn reserve(&mut self, total: usize) {
+        self.input.reserve(total);
+    }
+
     /// When the first pending byte arrived.
     pub fn arrival(&self) -> Instant {
         self.arrivals.first()

@@ -99,6 +99,12 @@ impl<E> Session<E> {
         }
         let (next, consumed) = self.framing.next(self.io.pending(), limits);
         self.io.consume(consumed);
+        if matches!(next, Next::Wait) {
+            // A long value on its way: one buffer of its size, not one doubling per read.
+            if let Some(total) = memrelay_protocol::declared_len(self.io.pending()) {
+                self.io.reserve(total.min(limits.max_request_len()));
+            }
+        }
         match &next {
             Next::Invalid(reply) => {
                 self.closing |= self.framing.lost;

@@ -27,9 +27,10 @@ pub(crate) const HOLD_LIMIT: usize = 32 * 1024 * 1024;
 pub(crate) const CLIENT_BACKLOG: usize = 256 * 1024;
 
 /// How long a client may take nothing of a reply streaming to it before it is cut off (its
-/// connection closed, the rest of the reply dropped). Meanwhile a pool worker waits on it, and
+/// connection closed, the rest of the reply dropped). Generous: a client may send requests on
+/// many connections and read them one after another (memcached itself waits for ever). Meanwhile a pool worker waits on it, and
 /// in the evented engine the requests behind it on the same server connection wait too.
-pub(crate) const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The line a client gets when its reply crosses `--max-reply-bytes`.
 pub(crate) const TOO_LARGE_LINE: &[u8] = b"SERVER_ERROR reply too large\r\n";

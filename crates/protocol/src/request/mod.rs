@@ -16,6 +16,21 @@ mod storage;
 
 pub use meta::{Meta, META_FLAG_MAX_TOKENS};
 
+#[cfg(test)]
+mod declared_len_tests {
+    use super::declared_len;
+
+    #[test]
+    fn storage_requests_declare_their_length() {
+        assert_eq!(declared_len(b"set k 0 0 5\r\nab"), Some(13 + 5 + 2));
+        assert_eq!(declared_len(b"cas k 0 0 5 99\r\n"), Some(16 + 5 + 2));
+        assert_eq!(declared_len(b"ms k 5 T0\r\n"), Some(11 + 5 + 2));
+        assert_eq!(declared_len(b"set k 0 0 5"), None, "no line yet");
+        assert_eq!(declared_len(b"get k\r\n"), None);
+        assert_eq!(declared_len(b"set k 0 0 x\r\n"), None);
+    }
+}
+
 use crate::limits::{Limits, MAX_KEY_LEN, MAX_WHOLE_LINE_LEN};
 use crate::{find_newline, tokens, trim_cr, Parse};
 
@@ -295,6 +310,22 @@ pub const TOO_LARGE: &str = "object too large for cache";
 
 /// Parses one request from the start of `buf`: frames the line, finds the command, and hands
 /// the arguments to the command's family.
+/// How long the storage request that `buf` begins says it is (its line, its data block and the
+/// block's `\r\n`), once its line is there: a reader can make room for all of it at once
+/// instead of growing a buffer read by read. `None` for anything else; a hint only (the parser
+/// still decides what the bytes are).
+pub fn declared_len(buf: &[u8]) -> Option<usize> {
+    let newline = crate::find_newline(buf)?;
+    let mut fields = crate::tokens(crate::trim_cr(&buf[..newline])).map(|(_, t)| t);
+    let bytes = match fields.next()? {
+        b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => fields.nth(3)?,
+        b"ms" => fields.nth(1)?,
+        _ => return None,
+    };
+    let bytes = usize::try_from(crate::parse_u64(bytes)?).ok()?;
+    (newline + 1).checked_add(bytes)?.checked_add(2)
+}
+
 pub fn parse_request(buf: &[u8], limits: &Limits) -> Parse<Request> {
     let multiget = is_multiget_line(buf);
     let max_line = if multiget { limits.max_get_line_len } else { limits.max_line_len };

@@ -278,7 +278,7 @@ impl Upstream {
             }
         }
         if self.written == self.output.len() {
-            crate::buffer::clear_and_trim(&mut self.output, 4 * READ_CHUNK);
+            crate::buffer::clear_and_trim(&mut self.output, 16 * READ_CHUNK);
             self.written = 0;
         }
         let want = self.written < self.output.len() || self.tls.as_ref().is_some_and(Pump::wants_write);
