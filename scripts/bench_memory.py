@@ -24,6 +24,12 @@ connections) in the output folder when matplotlib is there (the lab's environmen
     lab/.venv/bin/python scripts/bench_memory.py           # every part (make bench), ~15 min
     BENCH_QUICK=1 lab/.venv/bin/python scripts/bench_memory.py   # one short repetition
     scripts/bench_memory.py --connections 100000            # idle connections to memrelay only
+    scripts/bench_memory.py --baseline-bin DIR              # also DIR/memrelay beside this build (before/after)
+
+With `--baseline-bin DIR` every memrelay target also runs from the earlier build in DIR
+(NAME@baseline, scripts/benchlib/beforeafter.py), interleaved with this build in every part, and two
+more tables follow: per cpu row, after / before of CPU per request and of ops/s (medians of the
+per-repetition ratios) beside the lowest CPU per request of a peer; per memory row, before and after.
 
 The descriptor limit is raised for this process and every target it starts; connections come
 from 127.0.0.1, .2, ... so that ephemeral ports never run short. Every process started here is
@@ -46,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import bigreplies, connections, human, peers, rss  # noqa: E402
+from benchlib import beforeafter, bigreplies, connections, human, peers, rss  # noqa: E402
 from benchlib.measure import measure, populate  # noqa: E402
 from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
 from benchlib.rows import Row  # noqa: E402
@@ -106,10 +112,11 @@ def memcached_argv(port: int, max_connections: int) -> list[str]:
     return argv + (["-u", "root"] if os.geteuid() == 0 else [])
 
 
-def target_argv(name: str, listen: int, backend: int, work: Path, max_connections: int) -> list[str] | peers.Cannot:
+def target_argv(name: str, listen: int, backend: int, work: Path, max_connections: int,
+                baseline_bin: Path | None) -> list[str] | peers.Cannot:
     """The argv of a proxy target in front of `backend`, taking `max_connections` clients and the
-    rows' large values."""
-    argv = peers.command(name, "single", listen, [backend], work, BIN)
+    rows' large values (NAME@baseline: memrelay from `baseline_bin`)."""
+    argv = peers.command(name, "single", listen, [backend], work, BIN, baseline_bin)
     if isinstance(argv, peers.Cannot):
         return argv
     if name == "memcached-proxy":
@@ -127,10 +134,11 @@ def target_argv(name: str, listen: int, backend: int, work: Path, max_connection
 
 
 class Bed:
-    """The backend memcached (filled once) and the targets started in front of it."""
+    """The backend memcached (filled once) and the targets started in front of it (memrelay's
+    NAME@baseline targets from `baseline_bin`)."""
 
-    def __init__(self, procs: Processes, work: Path, scale: Scale, parts: set[str]):
-        self.procs, self.work, self.scale = procs, work, scale
+    def __init__(self, procs: Processes, work: Path, scale: Scale, parts: set[str], baseline_bin: Path | None = None):
+        self.procs, self.work, self.scale, self.baseline_bin = procs, work, scale, baseline_bin
         self.backend = free_port()
         self.backend_proc = procs.start(memcached_argv(self.backend, 4096), work / "memcached.log")
         wait_for_port(self.backend, self.backend_proc)
@@ -156,7 +164,7 @@ class Bed:
             wait_for_port(listen, proc)
             self.fill(listen, parts)
             return listen, proc.pid, proc
-        argv = target_argv(name, listen, self.backend, self.work, max_connections)
+        argv = target_argv(name, listen, self.backend, self.work, max_connections, self.baseline_bin)
         if isinstance(argv, peers.Cannot):
             return argv
         proc = self.procs.start(argv, self.work / f"{name.replace('/', '-')}.log")
@@ -227,14 +235,14 @@ def run_memory(bed: Bed, part: str, counts: tuple[int, ...], names: list[str], r
                 if isinstance(got, str):
                     samples[name] = got
                 else:
-                    samples.setdefault(name, []).append(got)
+                    samples.setdefault(name, []).append(got | {"rep": rep})
         targets = {}
         for name in names:
             got = samples.get(name)
             if isinstance(got, str):
                 targets[name] = {"cannot": got}
             elif got:
-                keys = [k for k in got[0] if k.endswith("_bytes") or k == "bytes_per_connection" or k == "seconds"]
+                keys = [k for k in got[0] if k.endswith("_bytes") or k in ("bytes_per_connection", "seconds")]
                 targets[name] = {k: statistics.median(r[k] for r in got) for k in keys} | {"runs": got}
         rows.append({"part": part, "connections" if part != "amplify" else "times": count, "targets": targets})
     return rows
@@ -257,7 +265,7 @@ def run_cpu(bed: Bed, names: list[str], repetitions: int, seconds: float) -> lis
                 if isinstance(started[name], peers.Cannot):
                     continue
                 left = (time.monotonic() - t0) / done * (total - done + 1) if done > 1 else total * (seconds + 1)
-                print(f"bench: {done}/{total} rep {rep + 1} {row.name:<24} {name:<22} ~{left:.0f} s left",
+                print(f"bench: {done}/{total} rep {rep + 1} {row.name:<24} {name:<27} ~{left:.0f} s left",
                       file=sys.stderr, flush=True)
                 port, pid, _ = started[name]
                 result = measure(BIN, pid, port, [bed.backend], row, seconds, work, name == "memcached")
@@ -302,14 +310,14 @@ def print_cpu(table: list[dict], names: list[str]) -> None:
     for entry in table:
         for name, t in cells(entry, names):
             if "cannot" in t:
-                lines.append(f"{entry['row']:<24} {name:<22} {t['cannot']}")
+                lines.append(f"{entry['row']:<24} {name:<27} {t['cannot']}")
                 continue
             flag = "  WORK CHECK FAILED" if t["work_problems"] else ""
-            lines.append(f"{entry['row']:<24} {name:<22} {human.number(t['ops_per_sec']):>9} "
+            lines.append(f"{entry['row']:<24} {name:<27} {human.number(t['ops_per_sec']):>9} "
                          f"{human.number(t.get('ops_ratio'), 2):>8} {human.number(t['cpu_us_per_request'], 1):>10} "
                          f"{human.number(t.get('cpu_ratio'), 2):>8}{flag}")
         lines.append("")
-    print_table(f"{'row':<24} {'target':<22} {'ops/s':>9} {'× direct':>8} {'cpu µs/req':>10} {'× direct':>8}", lines)
+    print_table(f"{'row':<24} {'target':<27} {'ops/s':>9} {'× direct':>8} {'cpu µs/req':>10} {'× direct':>8}", lines)
 
 
 def print_memory(rows: list[dict], names: list[str]) -> None:
@@ -320,9 +328,59 @@ def print_memory(rows: list[dict], names: list[str]) -> None:
     lines = []
     for entry in rows:
         for label, key in labels(entry):
-            lines += [f"{label:<52} {name:<22} " + (t["cannot"] if "cannot" in t else f"{human.size(t[key]):>12}")
+            lines += [f"{label:<52} {name:<27} " + (t["cannot"] if "cannot" in t else f"{human.size(t[key]):>12}")
                       for name, t in cells(entry, names)] + [""]
-    print_table(f"{'row':<52} {'target':<22} {'value':>12}", lines)
+    print_table(f"{'row':<52} {'target':<27} {'value':>12}", lines)
+
+
+def before_after_cpu(table: list[dict], names: list[str]) -> list[dict]:
+    """Per cpu row and memrelay target with a baseline: CPU per request and ops/s before and after,
+    their after / before ratios, and the lowest CPU per request among the peers."""
+    out = []
+    for entry in table:
+        peer_cpu = [t["cpu_us_per_request"] for name, t in entry["targets"].items()
+                    if peers.is_peer(name) and "cannot" not in t and t.get("cpu_us_per_request")]
+        best_peer = min(peer_cpu, default=None)
+        for name, after, before in beforeafter.pairs(entry["targets"], names):
+            out.append({"row": entry["row"], "target": name,
+                        "cpu_before": before["cpu_us_per_request"], "cpu_after": after["cpu_us_per_request"],
+                        "cpu_ratio": beforeafter.ratio(after, before, "cpu_us_per_request"),
+                        "ops_before": before["ops_per_sec"], "ops_after": after["ops_per_sec"],
+                        "ops_ratio": beforeafter.ratio(after, before, "ops_per_sec"),
+                        "best_peer_cpu": best_peer,
+                        "after_of_best_peer": after["cpu_us_per_request"] / best_peer if best_peer else None})
+    return out
+
+
+def print_before_after_cpu(lines_of: list[dict]) -> None:
+    if not lines_of:
+        return
+    print("this build (after) against the baseline build (before), memrelay: CPU µs per request and ops/s "
+          "(medians);\n× = after / before, the median of the per-repetition ratios;\nbest peer = the lowest CPU µs "
+          "per request of twemproxy and memcached's proxy; ÷ peer = cpu after / best peer\n")
+    n = human.number
+    lines = [f"{r['row']:<24} {r['target']:<20} {n(r['cpu_before'], 1):>9} {n(r['cpu_after'], 1):>9} "
+             f"{n(r['cpu_ratio'], 2):>6} {n(r['ops_before']):>9} {n(r['ops_after']):>9} {n(r['ops_ratio'], 2):>6} "
+             f"{n(r['best_peer_cpu'], 1):>9} {n(r['after_of_best_peer'], 2):>7}" for r in lines_of]
+    print_table(f"{'row':<24} {'target':<20} {'cpu bef.':>9} {'cpu aft.':>9} {'cpu ×':>6} {'ops bef.':>9} "
+                f"{'ops aft.':>9} {'ops ×':>6} {'best peer':>9} {'÷ peer':>7}", lines + [""])
+
+
+def before_after_memory(rows: list[dict], names: list[str]) -> list[dict]:
+    """Per memory row and memrelay target with a baseline: the figure before and after."""
+    return [{"row": label, "target": name, "before": before[key], "after": after[key]}
+            for entry in rows for label, key in labels(entry)
+            for name, after, before in beforeafter.pairs(entry["targets"], names)]
+
+
+def print_before_after_memory(lines_of: list[dict]) -> None:
+    if not lines_of:
+        return
+    print("this build (after) against the baseline build (before), memrelay: RSS above the target's own before "
+          "the row (medians)\n")
+    lines = [f"{r['row']:<52} {r['target']:<20} {human.size(r['before']):>12} {human.size(r['after']):>12}"
+             for r in lines_of]
+    print_table(f"{'row':<52} {'target':<20} {'before':>12} {'after':>12}", lines + [""])
 
 
 def cells(entry: dict, names: list[str]) -> list[tuple[str, dict]]:
@@ -357,6 +415,9 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=None,
                         help="instead of the parts: RSS per idle connection at this many connections (e.g. 100000), "
                              "memrelay's targets only unless --targets says otherwise")
+    parser.add_argument("--baseline-bin", type=Path, default=None,
+                        help="a directory with an earlier memrelay build: every memrelay target also runs from it, "
+                             "named NAME@baseline, interleaved with this build (before/after in one run)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "memory",
                         help="folder of the JSON and the figures")
     args = parser.parse_args()
@@ -374,6 +435,10 @@ def main() -> int:
         if not args.quick and args.repetitions == parser.get_default("repetitions"):
             args.repetitions = 1
     names = args.targets.split(",") if args.targets else names
+    if args.baseline_bin:
+        if why := beforeafter.problem(args.baseline_bin):
+            parser.error(why)
+        names = beforeafter.with_baselines(names)
     most = max(scale.idle_counts) if "idle" in parts else 1000
     limit = connections.raise_descriptor_limit(most + 1000)
     if limit < most + 200:
@@ -388,10 +453,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started_at = time.monotonic()
     result: dict = {"targets": names, "repetitions": args.repetitions, "seconds": args.seconds, "quick": args.quick,
-                    "descriptor_limit": limit}
+                    "descriptor_limit": limit, "baseline_bin": str(args.baseline_bin) if args.baseline_bin else None}
     try:
         with tempfile.TemporaryDirectory(prefix="memrelay-bench-memory-") as tmp:
-            bed = Bed(procs, Path(tmp), scale, set(parts))
+            bed = Bed(procs, Path(tmp), scale, set(parts), args.baseline_bin)
             if "cpu" in parts:
                 result["cpu"] = run_cpu(bed, names, args.repetitions, args.seconds)
             memory = []
@@ -409,11 +474,18 @@ def main() -> int:
 
     minutes = (time.monotonic() - started_at) / 60
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    result["load_average"] = os.getloadavg()
     print(f"\nmemory and growth bench: {args.repetitions} repetition(s), {minutes:.1f} min in all; "
           f"{os.cpu_count()} cores, load average now {load}")
     if result.get("cpu"):
         print_cpu(result["cpu"], names)
-    print_memory(result["idle"] + result["amplify"] + result["big"], names)
+    memory = result["idle"] + result["amplify"] + result["big"]
+    print_memory(memory, names)
+    if args.baseline_bin:
+        result["before_after"] = {"cpu": before_after_cpu(result.get("cpu", []), names),
+                                  "memory": before_after_memory(memory, names)}
+        print_before_after_cpu(result["before_after"]["cpu"])
+        print_before_after_memory(result["before_after"]["memory"])
     args.out.mkdir(parents=True, exist_ok=True)
     json_out = args.out / ("connections.json" if args.connections else "memory.json")
     json_out.write_text(json.dumps(result, indent=2))

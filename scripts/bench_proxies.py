@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import peers, profile, rows as rowlib, tls as tlslib
+from benchlib import beforeafter, peers, profile, rows as rowlib, tls as tlslib
 from benchlib.measure import measure as measure_cell, populate
 from benchlib.processes import Processes, free_port, wait_for_port
 from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
@@ -161,9 +161,9 @@ def main() -> int:
     if args.profile and args.json_out == parser.get_default("json_out"):
         args.json_out = ROOT / "results" / "bench" / "profile.json"
     if args.baseline_bin:
-        if not (args.baseline_bin / "memrelay").is_file():
-            parser.error(f"no memrelay binary in {args.baseline_bin}")
-        names = [n for name in names for n in ([name, f"{name}@baseline"] if name.startswith("memrelay") else [name])]
+        if why := beforeafter.problem(args.baseline_bin):
+            parser.error(why)
+        names = beforeafter.with_baselines(names)
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
         print("bench: memcached-proxy skipped: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
               file=sys.stderr)
@@ -199,6 +199,7 @@ def main() -> int:
                         port, pid = targets[(name, row.layout)]
                         ports = servers.counter_ports(row)
                         result = measure(pid, port, ports, row, args.seconds, work / "bench.json", name == "memcached")
+                        result["rep"] = rep
                         for problem in result["work_problems"]:
                             print(f"bench: WORK CHECK: {row.name} / {name}: {problem}", file=sys.stderr)
                         samples.setdefault((row.name, name), []).append(result)
@@ -326,19 +327,15 @@ def print_verdicts(table) -> None:
 
 def print_before_after(table, names) -> None:
     """This build against the baseline build, per row: throughput and CPU per request ratios."""
-    pairs = [n for n in names if f"{n}@baseline" in names]
-    if not pairs:
+    if not beforeafter.paired(names):
         return
-    print("this build / baseline build (medians): throughput ratio, CPU-per-request ratio\n")
+    print("this build / baseline build (medians of the per-repetition ratios): throughput ratio, "
+          "CPU-per-request ratio\n")
     for entry in table:
-        for name in pairs:
-            new, old = entry["targets"].get(name), entry["targets"].get(f"{name}@baseline")
-            if not new or not old or "cannot" in new or "cannot" in old:
-                continue
-            tput = new["ops_per_sec"] / old["ops_per_sec"] if old["ops_per_sec"] else float("nan")
-            cpu = (new["cpu_us_per_request"] / old["cpu_us_per_request"]
-                   if new["cpu_us_per_request"] and old["cpu_us_per_request"] else float("nan"))
-            print(f"{entry['row']:<27} {name:<24} throughput x{tput:.3f}   cpu/req x{cpu:.3f}")
+        for name, new, old in beforeafter.pairs(entry["targets"], names):
+            tput = beforeafter.ratio(new, old, "ops_per_sec")
+            cpu = beforeafter.ratio(new, old, "cpu_us_per_request")
+            print(f"{entry['row']:<27} {name:<24} throughput x{fmt(tput, 3)}   cpu/req x{fmt(cpu, 3)}")
     print()
 
 

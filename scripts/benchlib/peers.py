@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import tls as tlslib
+from .beforeafter import SUFFIX, is_baseline
 from .processes import free_port
 
 # The proxy's thread count: one per core, as memrelay's default.
@@ -146,8 +147,9 @@ def command(target: str, layout: str, listen: int, servers: list[int], work: Pat
         return argv + (["-u", "root"] if os.geteuid() == 0 else [])
     if target.startswith("memrelay"):
         # memrelay-ENGINE[/N][+stats][@baseline]: N workers (pool) or event threads (evented).
-        binary = str(baseline_bin / "memrelay") if target.endswith("@baseline") else find("memrelay", bin_dir, "run `make build`")
-        engine, _, stats = target.removeprefix("memrelay-").removesuffix("@baseline").partition("+")
+        baseline = is_baseline(target)
+        binary = str(baseline_bin / "memrelay") if baseline else find("memrelay", bin_dir, "run `make build`")
+        engine, _, stats = target.removeprefix("memrelay-").removesuffix(SUFFIX).partition("+")
         engine, _, count = engine.partition("/")
         argv = [binary, "--engine", engine, "--listen", f"127.0.0.1:{listen}"] + memrelay_arguments(layout, servers)
         argv += ["--workers", count or "16"] if engine == "pool" else ["--threads", count or str(CORES)]

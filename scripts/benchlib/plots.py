@@ -1,12 +1,13 @@
 """The memory bench's figures (scripts/bench_memory.py): CPU per request against value size and
 against keys per get, RSS per idle connection against the number of connections; every target in
-each, one PNG each. matplotlib (the lab's environment, `make deps`) with its Agg backend."""
+each, one PNG each (this build's; an earlier build's NAME@baseline targets are left out). matplotlib
+(the lab's environment, `make deps`) with its Agg backend."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import human
+from . import beforeafter, human
 
 STYLE = {"memcached": ("black", "memcached direct"), "twemproxy": ("tab:orange", "twemproxy"),
          "memcached-proxy": ("tab:green", "memcached's proxy")}
@@ -65,7 +66,7 @@ def draw(result: dict, folder: Path) -> list[Path]:
     by_size, by_keys, by_connections = {}, {}, {}
     for row in result.get("cpu", []):
         for target, cell in row["targets"].items():
-            if "cannot" in cell or not cell.get("cpu_us_per_request"):
+            if "cannot" in cell or not cell.get("cpu_us_per_request") or beforeafter.is_baseline(target):
                 continue
             if row["multiget"] == 1:
                 by_size.setdefault((target, row["op"] == "set"), []).append((row["data_size"], cell["cpu_us_per_request"]))
@@ -73,7 +74,7 @@ def draw(result: dict, folder: Path) -> list[Path]:
                 by_keys.setdefault((target, False), []).append((row["multiget"], cell["cpu_us_per_request"]))
     for row in result.get("idle", []):
         for target, cell in row["targets"].items():
-            if "cannot" not in cell and cell.get("bytes_per_connection") is not None:
+            if "cannot" not in cell and cell.get("bytes_per_connection") is not None and not beforeafter.is_baseline(target):
                 by_connections.setdefault((target, False), []).append((row["connections"], cell["bytes_per_connection"] / 1024))
     figure("cpu-vs-value-size.png", "CPU per request against value size (get solid, set dashed)", "value size",
            "CPU µs per request (the target's user + system)", by_size, human.size, plain)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 
+from .beforeafter import is_baseline
 from .peers import is_peer
 
 THROUGHPUT_BAR = 1.25
@@ -48,7 +49,7 @@ def best(targets: dict[str, dict], names: list[str], fixed_rate: bool = False) -
 
 def verdict(targets: dict[str, dict], fixed_rate: bool = False) -> dict:
     """memrelay's best against the best peer in one row (targets: name -> summary or cannot)."""
-    memrelay = best(targets, [n for n in targets if n.startswith("memrelay") and "@baseline" not in n], fixed_rate)
+    memrelay = best(targets, [n for n in targets if n.startswith("memrelay") and not is_baseline(n)], fixed_rate)
     peer = best(targets, [n for n in targets if is_peer(n)], fixed_rate)
     out = {"memrelay": memrelay, "peer": peer}
     if memrelay and peer:

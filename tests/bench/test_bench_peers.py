@@ -209,6 +209,29 @@ def test_at_a_fixed_rate_the_best_is_the_lowest_p99():
     assert v["meets_bar"]
 
 
+def test_before_after_pairs_each_memrelay_with_its_baseline_and_takes_per_repetition_ratios():
+    from benchlib import beforeafter
+
+    names = beforeafter.with_baselines(["memcached", "twemproxy", "memrelay-evented/2", "memrelay-pool"])
+    assert names == ["memcached", "twemproxy", "memrelay-evented/2", "memrelay-evented/2@baseline",
+                     "memrelay-pool", "memrelay-pool@baseline"]
+    assert beforeafter.paired(names) == ["memrelay-evented/2", "memrelay-pool"]
+
+    def cell(*cpu):
+        runs = [{"rep": rep, "cpu_us_per_request": c} for rep, c in enumerate(cpu)]
+        return {"cpu_us_per_request": sorted(cpu)[len(cpu) // 2], "runs": runs}
+
+    # Repetition 1 was slow for both builds: per-repetition ratios 0.5, 0.5, 0.6; medians' ratio 100/150.
+    targets = {"memrelay-evented/2": cell(50, 200, 90), "memrelay-evented/2@baseline": cell(100, 400, 150),
+               "memrelay-pool": {"cannot": "why"}, "memrelay-pool@baseline": cell(1, 2, 3)}
+    (pair,) = beforeafter.pairs(targets, names)
+    assert pair[0] == "memrelay-evented/2"
+    assert beforeafter.ratio(pair[1], pair[2], "cpu_us_per_request") == 0.5
+    # Runs without their repetition: the ratio of the medians.
+    assert beforeafter.ratio({"cpu_us_per_request": 3.0}, {"cpu_us_per_request": 2.0}, "cpu_us_per_request") == 1.5
+    assert beforeafter.problem(Path("/nonexistent")) is not None
+
+
 def test_the_handshake_bench_holds_stalled_handshakes_and_memrelay_closes_them(tmp_path):
     """scripts/bench_handshakes.py end to end (quick): its attacker really keeps memrelay's TLS
     listener busy (memrelay's own counter of handshakes closed at the time limit says so), and
