@@ -8,6 +8,16 @@ use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::time::Instant;
 
+/// Spare read buffers per thread, and the longest kept: what idle connections gave back, for
+/// the next ones to read into (memcached keeps its read buffers in a per-thread cache the same
+/// way). At most 8 MiB per thread.
+const MAX_SPARES: usize = 8;
+const MAX_SPARE_LEN: usize = 1024 * 1024;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 pub struct ReadBuffer {
     data: Vec<u8>,
     start: usize,
@@ -63,12 +73,18 @@ impl ReadBuffer {
         if self.data.len() - self.start >= total {
             return;
         }
+        let want = total.max(self.end + self.chunk);
+        if self.is_empty() {
+            self.release();
+            self.data = Self::take_spare(want);
+            return;
+        }
         if self.start > 0 {
             self.data.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
         }
-        self.data.resize(total.max(self.end + self.chunk), 0);
+        self.data.resize(want, 0);
     }
 
     /// Gives the memory of an empty buffer back if a long message grew it past its chunk.
@@ -78,12 +94,32 @@ impl ReadBuffer {
         }
     }
 
-    /// Gives all the memory of an empty buffer back (an idle connection holds none; the next
-    /// read allocates one chunk again).
+    /// Gives all the memory of an empty buffer back (an idle connection holds none): to this
+    /// thread's few spare buffers ([`SPARE`]), where the next connection to read takes it
+    /// without allocating or zeroing again, or to the allocator.
     pub fn release(&mut self) {
-        if self.is_empty() {
-            self.data = Vec::new();
+        if !self.is_empty() || self.data.is_empty() {
+            return;
         }
+        let data = std::mem::take(&mut self.data);
+        if data.len() <= MAX_SPARE_LEN {
+            SPARE.with(|spare| {
+                let mut spare = spare.borrow_mut();
+                if spare.len() < MAX_SPARES {
+                    spare.push(data);
+                }
+            });
+        }
+    }
+
+    /// A spare buffer of at least `len` bytes if this thread has one, else a new one.
+    fn take_spare(len: usize) -> Vec<u8> {
+        let spare = SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            let at = spare.iter().position(|b| b.len() >= len)?;
+            Some(spare.swap_remove(at))
+        });
+        spare.unwrap_or_else(|| vec![0; len])
     }
 
     /// One read from `source` into the free room (made at least one chunk large first).
@@ -101,6 +137,10 @@ impl ReadBuffer {
     }
 
     fn make_room(&mut self) {
+        if self.data.is_empty() {
+            self.data = Self::take_spare(self.chunk);
+            return;
+        }
         if self.start > 0 {
             self.data.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -203,6 +243,23 @@ mod tests {
         assert_eq!(arrivals.first(), first, "6 bytes of the first read are left");
         arrivals.consumed(6);
         assert!(arrivals.first() > first, "now the second read's bytes come first");
+    }
+
+    #[test]
+    fn an_idle_buffer_goes_to_the_threads_spares_and_the_next_reader_takes_it() {
+        let mut first = ReadBuffer::new(16);
+        let mut source: &[u8] = b"set k 0 0 3\r\nabc\r\n";
+        first.read_from(&mut source).unwrap();
+        first.reserve(1000);
+        let memory = first.data.as_ptr();
+        first.consume(first.len());
+        first.release();
+        assert!(first.data.is_empty(), "an idle connection holds no buffer");
+        let mut second = ReadBuffer::new(16);
+        let mut source: &[u8] = b"get k\r\n";
+        second.read_from(&mut source).unwrap();
+        assert_eq!(second.data.as_ptr(), memory, "the spare was taken, not a new allocation");
+        assert_eq!(second.pending(), b"get k\r\n");
     }
 
     #[test]
