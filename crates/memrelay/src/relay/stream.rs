@@ -30,7 +30,7 @@ pub(crate) const CLIENT_BACKLOG: usize = 256 * 1024;
 /// connection closed, the rest of the reply dropped). Generous: a client may send requests on
 /// many connections and read them one after another (memcached itself waits for ever). Meanwhile a pool worker waits on it, and
 /// in the evented engine the requests behind it on the same server connection wait too.
-pub(crate) const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The line a client gets when its reply crosses `--max-reply-bytes`.
 pub(crate) const TOO_LARGE_LINE: &[u8] = b"SERVER_ERROR reply too large\r\n";

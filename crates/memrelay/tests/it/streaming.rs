@@ -198,7 +198,7 @@ fn a_client_that_leaves_mid_reply_frees_the_server_connection_at_once(engine: &s
     let relay = start(engine, &server, &["--workers", "1", "--threads", "1"]);
     let mut leaver = relay.client();
     leaver.send(&amplifying_get(200));
-    // It reads nothing: memrelay has filled its socket and waits on it (its patience is 60 s).
+    // It reads nothing: memrelay has filled its socket and waits on it (its patience is 5 minutes).
     thread::sleep(Duration::from_millis(500));
     drop(leaver);
     let mut next = relay.client();
