@@ -27,8 +27,9 @@ pub(crate) const HOLD_LIMIT: usize = 32 * 1024 * 1024;
 pub(crate) const CLIENT_BACKLOG: usize = 256 * 1024;
 
 /// How long a client may take nothing of a reply streaming to it before it is cut off (its
-/// connection closed, the rest of the reply dropped). Generous: a client may send requests on
-/// many connections and read them one after another (memcached itself waits for ever). Meanwhile a pool worker waits on it, and
+/// connection closed, the rest of the reply dropped), in the evented engine. Generous: a client
+/// may send requests on many connections and read them one after another (memcached itself
+/// waits for ever). A pool worker, shared by every client, waits the server timeout at most. Meanwhile a pool worker waits on it, and
 /// in the evented engine the requests behind it on the same server connection wait too.
 pub(crate) const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
 

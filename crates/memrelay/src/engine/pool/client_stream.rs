@@ -1,8 +1,10 @@
 //! A reply a pool worker streams to its client ([`crate::relay::stream`]): the worker reads the
 //! server's reply and writes it to the client socket as it arrives, waiting on the socket when
 //! the client reads slowly, so a slow client slows the read from the server and never grows
-//! memrelay's memory. Time spent waiting on the client does not count against the server; a
-//! client that takes nothing for [`CLIENT_PATIENCE`] is cut off.
+//! memrelay's memory. Time spent waiting on the client does not count against the server. A
+//! worker is shared by every client, so it waits on one for the server timeout at most (not the
+//! evented engine's [`crate::relay::stream::CLIENT_PATIENCE`]): a client that takes nothing for
+//! that long is cut off and the worker goes on to the others.
 
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Expect, Reply};
 use mio::net::TcpStream;
 
-use crate::relay::stream::{Move, Streaming, CLIENT_PATIENCE, TOO_LARGE_LINE};
+use crate::relay::stream::{Move, Streaming, TOO_LARGE_LINE};
 use crate::upstream::conn::ServerConn;
 use crate::upstream::failure::Failure;
 
@@ -44,7 +46,7 @@ pub(super) fn stream_reply(
             Move::Done(_) | Move::Invalid(_) => return Err(conn.abandon(Failure::BadReply)),
         };
         if !send.is_empty() {
-            if let Err(failure) = write_waiting(client, send, CLIENT_PATIENCE) {
+            if let Err(failure) = write_waiting(client, send, timeout) {
                 return Err(conn.abandon(failure));
             }
             // The server is not late for the time the client took.
@@ -73,19 +75,47 @@ fn write_waiting(mut socket: &TcpStream, mut bytes: &[u8], patience: Duration) -
     Ok(())
 }
 
-/// Waits until `socket` takes bytes again, at most `patience`.
+/// Waits until `socket` takes bytes again; false once the client has taken nothing from its
+/// socket for `patience` (a client reading a byte at a time makes progress long before the
+/// socket reports room).
 fn writable_within(socket: &TcpStream, patience: Duration) -> bool {
-    let until = Instant::now() + patience;
+    let fd = socket.as_raw_fd();
+    let mut until = Instant::now() + patience;
+    let mut queued = unsent_in_socket(fd);
     loop {
         let left = until.saturating_duration_since(Instant::now());
-        let mut fd = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
-        let millis = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        if left.is_zero() {
+            return false;
+        }
+        let mut poll = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+        let millis = libc::c_int::try_from(left.min(PROGRESS_CHECK).as_millis().max(1)).unwrap_or(1);
         // SAFETY: one valid pollfd for a socket this job holds open.
-        match unsafe { libc::poll(&mut fd, 1, millis) } {
-            n if n > 0 => return fd.revents & (libc::POLLERR | libc::POLLHUP) == 0,
-            0 => return false,
-            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted && !left.is_zero() => {}
+        match unsafe { libc::poll(&mut poll, 1, millis) } {
+            n if n > 0 => return poll.revents & (libc::POLLERR | libc::POLLHUP) == 0,
+            0 => {}
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
             _ => return false,
         }
+        let now_queued = unsent_in_socket(fd);
+        if now_queued < queued {
+            // The client took bytes: it is slow, not gone.
+            until = Instant::now() + patience;
+        }
+        queued = now_queued;
+    }
+}
+
+/// How often a wait on a client checks whether it took bytes.
+const PROGRESS_CHECK: Duration = Duration::from_millis(100);
+
+/// Bytes in the socket's send queue not yet acknowledged by the client (SIOCOUTQ).
+fn unsent_in_socket(fd: std::os::fd::RawFd) -> usize {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int for a socket this job holds open.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) } == 0;
+    if ok {
+        usize::try_from(queued).unwrap_or(0)
+    } else {
+        0
     }
 }
