@@ -25,7 +25,7 @@ pub mod request;
 
 pub use limits::Limits;
 pub use reply::{value_block, Expect, Reply, ReplyError, ReplyParser, Status};
-pub use reply_stream::{ReplyStream, Streamed};
+pub use reply_stream::{Ahead, ReplyStream, Streamed};
 pub use request::{declared_len, parse_request, Command, ErrorReply, Invalid, Request};
 
 pub(crate) use lexer::{find_newline, parse_u64, read_i32, read_u32, read_u64, tokens, trim_cr};

@@ -29,6 +29,17 @@ pub enum Streamed {
     Invalid(ReplyError),
 }
 
+/// The line at the front of a reply's unconsumed bytes ([`ReplyStream::ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ahead<'a> {
+    /// The line is not complete yet.
+    Incomplete,
+    /// A `VALUE` line for this key.
+    Value(&'a [u8]),
+    /// Another line (`END`, an error, or one [`ReplyStream::next`] refuses).
+    Other,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// At the start of a line.
@@ -88,6 +99,21 @@ impl ReplyStream {
     /// At the start of a line: every data block so far is through.
     pub fn between_items(&self) -> bool {
         self.state == State::Line
+    }
+
+    /// The key of the `VALUE` line at the front of `buf`, looked at without consuming it (a
+    /// merge in key order asks each server's reply whether its next item is the key it needs).
+    /// Meaningful [between items](ReplyStream::between_items) of a `get`'s reply.
+    pub fn ahead<'a>(&self, buf: &'a [u8]) -> Ahead<'a> {
+        let Some(newline) = find_newline(buf) else {
+            // A line that can no longer end in bounds is [`ReplyStream::next`]'s to refuse.
+            return if buf.len() > self.max_line_len { Ahead::Other } else { Ahead::Incomplete };
+        };
+        let mut fields = tokens(trim_cr(&buf[..newline])).map(|(_, t)| t);
+        match (fields.next(), fields.next()) {
+            (Some(b"VALUE"), Some(key)) => Ahead::Value(key),
+            _ => Ahead::Other,
+        }
     }
 
     /// What to do with the front of `buf`, the reply's bytes not yet consumed.

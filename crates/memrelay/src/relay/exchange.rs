@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Command, Request, Status};
 
+use super::merge::Merge;
 use super::reply::{primary_took, Answer, Finished};
 use super::rewrite::{Outgoing, Stage};
 use super::{next_failover, warm, win};
@@ -247,6 +248,22 @@ impl Exchange {
             && self.stage == Stage::Request
             && !request.noreply
             && !win::applies(request, self.plan)
+    }
+
+    /// Whether this round's answers, a split `get`/`gets` whose servers each answer only keys,
+    /// may go to the client as they arrive, merged in key order ([`super::merge`]).
+    pub fn may_merge_stream(&self, request: &Request) -> bool {
+        matches!(request.command, Command::Get | Command::Gets)
+            && self.plan == Plan::Split
+            && self.stage == Stage::Request
+            && !request.noreply
+            && self.route.touches.is_empty()
+    }
+
+    /// The merge of this split read's answers, in the client's key order.
+    pub fn merge(&self, request: &Request, input: &[u8], max_value_len: usize) -> Merge {
+        let limit = crate::access::max_reply_bytes();
+        Merge::new(request.keys(input), &self.route.targets, &self.route.key_owner, max_value_len, limit)
     }
 
     /// The engine began to send the answer to the client: whatever follows (its end, or a

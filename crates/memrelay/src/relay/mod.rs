@@ -1,9 +1,10 @@
 //! What happens between a routed request and the client's reply, the same for both engines:
 //! the bytes each target gets ([`rewrite`]), why an exchange failed ([`failure`]), how the reply
-//! is built from the targets' answers ([`reply`]), and which replica a failed read tries next
+//! is built from the targets' answers ([`reply`]), or streamed as they arrive ([`stream`], [`merge`]), and which replica a failed read tries next
 //! ([`failover_target`]). Pure functions: the engines only schedule the exchanges.
 
 pub(crate) mod exchange;
+pub(crate) mod merge;
 pub(crate) mod pick;
 pub(crate) mod reply;
 pub(crate) mod rewrite;

@@ -30,6 +30,9 @@ pub enum Failure {
     /// The client stopped taking the reply streaming to it (or left): the server's reply was cut
     /// off on memrelay's side, not the server's failure.
     ClientGone,
+    /// Another server's part of the same merged reply failed ([`crate::relay::merge`]): this
+    /// server's part, still arriving, was cut off with it on memrelay's side.
+    Cut,
 }
 
 impl Failure {
@@ -45,6 +48,7 @@ impl Failure {
             Failure::Local => "memrelay out of descriptors or memory",
             Failure::TooLarge => "reply too large",
             Failure::ClientGone => "client stopped reading",
+            Failure::Cut => "reply cut off with another server's",
         }
     }
 
@@ -65,7 +69,15 @@ impl Failure {
     /// being repaired), when memrelay itself lacked the resources to reach it or refused to hold
     /// its reply, or when the client cut the reply off.
     pub fn is_the_servers(self) -> bool {
-        !matches!(self, Failure::Down | Failure::Repairing | Failure::Local | Failure::TooLarge | Failure::ClientGone)
+        !matches!(
+            self,
+            Failure::Down
+                | Failure::Repairing
+                | Failure::Local
+                | Failure::TooLarge
+                | Failure::ClientGone
+                | Failure::Cut
+        )
     }
 }
 

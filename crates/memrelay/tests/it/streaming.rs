@@ -20,6 +20,7 @@ engine_matrix!(
     a_client_reading_a_byte_at_a_time_keeps_memory_bounded,
     a_2_gb_reply_passes_without_a_server_timeout_while_another_client_is_served,
     a_client_that_leaves_mid_reply_frees_the_server_connection_at_once,
+    a_sharded_get_streams_merged_in_key_order_in_bounded_memory,
 );
 
 const MIB: u64 = 1024 * 1024;
@@ -208,4 +209,74 @@ fn a_client_that_leaves_mid_reply_frees_the_server_connection_at_once(engine: &s
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "the next client waited {took:?} for the leaver's reply");
     assert!(!relay.stderr().contains("is down"), "{}", relay.stderr());
+}
+
+/// Two servers holding the same eight 1 MB values (every key on every server), each value
+/// its own byte.
+fn two_servers_with_large_values() -> (Memcached, Memcached) {
+    let servers = (Memcached::start_with(&["-I", "2m"]), Memcached::start_with(&["-I", "2m"]));
+    for i in 0..8u8 {
+        for server in [&servers.0, &servers.1] {
+            server.set_raw(&format!("k{i}"), &vec![b'a' + i; VALUE_LEN]);
+        }
+    }
+    servers
+}
+
+/// Reads `a`'s and `b`'s replies side by side in chunks, comparing them, until `a`'s ends
+/// with `END`; returns its length. Neither is held whole.
+fn same_reply(a: &mut Client, b: &mut Client) -> u64 {
+    let (mut buf_a, mut buf_b) = (vec![0; 1 << 20], vec![0; 1 << 20]);
+    let (mut len, mut tail) = (0u64, Vec::new());
+    loop {
+        let n = a.stream.read(&mut buf_a).expect("memrelay's reply goes on");
+        assert!(n > 0, "memrelay closed after {len} bytes");
+        b.stream.read_exact(&mut buf_b[..n]).expect("memcached's reply is as long");
+        assert!(
+            buf_a[..n] == buf_b[..n],
+            "the replies differ within bytes {len}..{}: {}",
+            len + n as u64,
+            show(&buf_a[..n.min(200)])
+        );
+        len += n as u64;
+        tail.extend_from_slice(&buf_a[..n]);
+        tail.drain(..tail.len().saturating_sub(16));
+        if tail.ends_with(b"\r\nEND\r\n") || (len == 5 && tail == b"END\r\n") {
+            return len;
+        }
+    }
+}
+
+fn a_sharded_get_streams_merged_in_key_order_in_bounded_memory(engine: &str) {
+    let (one, two) = two_servers_with_large_values();
+    let relay = Memrelay::start(engine, &[&one, &two], &["--sharded", "--max-value-size", "2000000"]);
+    let (mut client, mut reference) = (relay.client(), one.client());
+    for c in [&mut client, &mut reference] {
+        c.set_read_timeout(Duration::from_secs(60));
+    }
+    // Warm-up: one merged reply has passed, so the RSS from now on is the baseline.
+    client.send(b"get k0 k1 k2 k3\r\n");
+    reference.send(b"get k0 k1 k2 k3\r\n");
+    same_reply(&mut client, &mut reference);
+    let before = status_bytes(relay.pid(), "VmRSS");
+    // 300 keys, every eighth one missing, repeated keys: each server's half is well over what
+    // memrelay may hold of one part (32 MiB), the whole about 260 MB.
+    let keys: Vec<String> =
+        (0..300).map(|i| if i % 8 == 7 { format!("missing{i}") } else { format!("k{}", (i * 3) % 8) }).collect();
+    let request = format!("get {}\r\n", keys.join(" "));
+    client.send(request.as_bytes());
+    reference.send(request.as_bytes());
+    let len = same_reply(&mut client, &mut reference);
+    assert!(len > 250_000_000, "{len} bytes");
+    let peak = status_bytes(relay.pid(), "VmHWM");
+    assert!(
+        peak < before + 64 * MIB,
+        "a merged reply of {len} bytes made memrelay peak at {} MiB from {}",
+        peak / MIB,
+        before / MIB
+    );
+    // Both server connections are in step: the next merged request is exact.
+    client.send(b"get k1 missing k2\r\n");
+    reference.send(b"get k1 missing k2\r\n");
+    same_reply(&mut client, &mut reference);
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Expect, Reply};
 use mio::net::TcpStream;
 
+use crate::relay::merge::{Merge, MergeMove, END};
 use crate::relay::stream::{Move, Streaming, TOO_LARGE_LINE};
 use crate::upstream::conn::ServerConn;
 use crate::upstream::failure::Failure;
@@ -54,6 +55,73 @@ pub(super) fn stream_reply(
         }
         conn.input.consume(consume);
     }
+}
+
+/// Streams a split multi-get's parts to `client` merged in key order ([`Merge`]): part p is
+/// the reply of server `targets[p]`, whose connection in `servers` has the request sent and
+/// possibly the start of the reply read. A part is read only when the merge needs it, so the
+/// later parts wait in their sockets. `ends[p]` says how each part ended: `Ok` when its reply
+/// went through whole and its connection is in step, else why it was dropped. The result is
+/// the merged reply's end, or the failure that cut it (the client's, or a part's).
+pub(super) fn stream_merged(
+    servers: &mut [ServerConn],
+    targets: &[usize],
+    merge: &mut Merge,
+    client: &TcpStream,
+    timeout: Duration,
+    ends: &mut Vec<Result<(), Failure>>,
+) -> Result<Reply, Failure> {
+    ends.clear();
+    ends.resize(targets.len(), Err(Failure::Cut));
+    let result = loop {
+        let step = merge.next(|p| servers[targets[p]].input.pending());
+        let (part, send, consume): (usize, &[u8], usize) = match step {
+            MergeMove::Send { part, n } => (part, &servers[targets[part]].input.pending()[..n], n),
+            MergeMove::Refuse { part, n } => (part, TOO_LARGE_LINE, n),
+            MergeMove::Drop { part, n } => (part, &[], n),
+            MergeMove::End => (0, END, 0),
+            MergeMove::Need(part) => {
+                // The server has the timeout from now: the time its part waited for the others
+                // and for the client is not its own.
+                let mut deadline = Instant::now() + timeout;
+                if let Err(failure) = servers[targets[part]].read_more(&mut deadline) {
+                    ends[part] = Err(failure);
+                    break Err(failure);
+                }
+                continue;
+            }
+            MergeMove::Done(reply) => break Ok(reply),
+            MergeMove::Invalid { part, .. } => {
+                ends[part] = Err(servers[targets[part]].abandon(Failure::BadReply));
+                break Err(Failure::BadReply);
+            }
+            MergeMove::Error { part, n } => {
+                // An error line ends the server's reply: its connection is in step.
+                servers[targets[part]].input.consume(n);
+                break Err(Failure::Cut);
+            }
+        };
+        if !send.is_empty() {
+            if let Err(failure) = write_waiting(client, send, timeout) {
+                break Err(failure);
+            }
+        }
+        servers[targets[part]].input.consume(consume);
+    };
+    for (p, &server) in targets.iter().enumerate() {
+        let conn = &mut servers[server];
+        if merge.through(p) && conn.input.is_empty() {
+            conn.streamed();
+            ends[p] = Ok(());
+        } else if merge.through(p) {
+            // Bytes past its reply were never asked for.
+            ends[p] = Err(conn.abandon(Failure::BadReply));
+        } else if ends[p] == Err(Failure::Cut) {
+            // Cut off mid-reply with the others: out of step.
+            conn.abandon(Failure::Cut);
+        }
+    }
+    result
 }
 
 /// Writes all of `bytes` to the non-blocking `socket`, waiting up to `patience` each time it

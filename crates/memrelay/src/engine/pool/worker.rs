@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use memrelay_protocol::{parse_request, Limits, Parse, Request};
+use memrelay_protocol::{parse_request, Limits, Parse, Request, Status};
 use mio::net::TcpStream;
 
 use super::client_stream;
@@ -16,6 +16,7 @@ use super::job::Job;
 use crate::generation::{Current, Generation};
 use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::exchange::{Exchange, Step};
+use crate::relay::merge;
 use crate::relay::reply::Answer;
 use crate::relay::stream::{HOLD_LIMIT, STREAM_AFTER};
 use crate::relay::warm::Budget;
@@ -51,6 +52,10 @@ pub(crate) struct Worker {
     cursors: Vec<usize>,
     /// A write-back's reply, which nobody reads.
     dropped: Vec<u8>,
+    /// Per target of the current round: when its answer was in (since the round began).
+    latencies: Vec<Duration>,
+    /// How each part of a merged reply ended.
+    ends: Vec<Result<(), Failure>>,
     recorder: Recorder,
 }
 
@@ -66,6 +71,8 @@ impl Worker {
             results: Vec::new(),
             cursors: Vec::new(),
             dropped: Vec::new(),
+            latencies: Vec::new(),
+            ends: Vec::new(),
             current: Arc::clone(&runtime.current),
             registry: Arc::clone(&runtime.registry),
             server_tls: runtime.server_tls.clone(),
@@ -135,7 +142,7 @@ impl Worker {
         let router = &self.generation.router;
         let mut step = exchange.start(&request, &job.input, job.rr, router, policy, &*self.health, Instant::now());
         while let Step::Send { from, deadline } = step {
-            let client = job.socket.as_deref().filter(|_| exchange.may_stream(&request));
+            let client = job.socket.as_deref();
             if let Some(streamed) = self.round(&exchange, &request, &job.input, from, deadline, client) {
                 exchange.note_streamed();
                 job.cut = streamed.is_err();
@@ -230,28 +237,50 @@ impl Worker {
             self.results.push(result);
         }
         let expect = outgoing.expect();
-        let client = client.filter(|_| exchange.targets().len() == from + 1);
-        let stream_after = if client.is_some() { STREAM_AFTER } else { usize::MAX };
+        let targets = exchange.targets();
+        // A reply too long to hold goes to the client as it arrives: one server's as it is, a
+        // split read's parts merged in key order (when every part was sent).
+        let single = client.filter(|_| exchange.may_stream(request) && targets.len() == from + 1);
+        let merged = client
+            .filter(|_| from == 0 && exchange.may_merge_stream(request))
+            .filter(|_| self.results.iter().all(Result::is_ok));
+        let stream_after = if single.is_some() || merged.is_some() { STREAM_AFTER } else { usize::MAX };
         let mut streamed = None;
-        for (i, &target) in exchange.targets().iter().enumerate().skip(from) {
-            if let Ok(server) = self.results[i] {
-                let conn = &mut self.servers[server];
-                self.results[i] = match conn.receive(expect, deadline, stream_after, HOLD_LIMIT) {
-                    Ok(Received::Whole(_)) => Ok(server),
-                    Ok(Received::Long) => {
-                        let client = client.expect("only a round with a client streams");
-                        let timeout = self.generation.server_timeout;
-                        let result = client_stream::stream_reply(conn, client, expect, deadline, timeout);
-                        streamed = Some(result.map(|reply| conn.set_reply(reply)));
-                        result.map(|_| server).map_err(Sent)
+        self.latencies.clear();
+        self.latencies.resize(targets.len(), Duration::ZERO);
+        for i in from..targets.len() {
+            let Ok(server) = self.results[i] else { continue };
+            let received = self.servers[server].receive(expect, deadline, stream_after, HOLD_LIMIT);
+            let conn = &mut self.servers[server];
+            self.results[i] = match received {
+                Ok(Received::Whole(_)) => Ok(server),
+                Ok(Received::Long) if single.is_some() => {
+                    let client = single.expect("checked above");
+                    let timeout = self.generation.server_timeout;
+                    let result = client_stream::stream_reply(conn, client, expect, deadline, timeout);
+                    streamed = Some(result.map(|reply| conn.set_reply(reply)));
+                    result.map(|_| server).map_err(Sent)
+                }
+                Ok(Received::Long) => {
+                    if self.earlier_parts_are_values(targets, i) {
+                        let client = merged.expect("only a single or a merged round streams");
+                        streamed = Some(self.stream_merged(exchange, request, input, client));
+                        self.latencies[i..].fill(started.elapsed());
+                        break;
                     }
-                    Err(failure) => Err(Sent(failure)),
-                };
-            }
+                    // An earlier part's error is the reply: this one is held whole, as before.
+                    let conn = &mut self.servers[server];
+                    conn.receive(expect, deadline, usize::MAX, HOLD_LIMIT).map(|_| server).map_err(Sent)
+                }
+                Err(failure) => Err(Sent(failure)),
+            };
+            self.latencies[i] = started.elapsed();
+        }
+        for (i, &target) in targets.iter().enumerate().skip(from) {
             match self.results[i] {
                 Ok(_) => {
                     self.health.answered(target);
-                    self.recorder.server_latency(target, started.elapsed());
+                    self.recorder.server_latency(target, self.latencies[i]);
                 }
                 Err(Sent(failure)) => {
                     if failure.is_the_servers() {
@@ -264,6 +293,49 @@ impl Worker {
             }
         }
         streamed
+    }
+}
+
+impl Worker {
+    /// Whether the parts before part `long` of a split read are replies that are not errors:
+    /// the merge may start (the client gets values, not an error line).
+    fn earlier_parts_are_values(&self, targets: &[usize], long: usize) -> bool {
+        (0..long).all(|p| {
+            let replied = self.results[p].is_ok();
+            replied && self.servers[targets[p]].last_reply().is_some_and(|r| !r.status.is_error())
+        })
+    }
+
+    /// Streams this split read's parts to `client` in key order ([`client_stream::stream_merged`]):
+    /// every part's result is set, and part 0's reply says what the client got (the merged
+    /// reply's end, or a server error when it was cut off).
+    fn stream_merged(
+        &mut self,
+        exchange: &Exchange,
+        request: &Request,
+        input: &[u8],
+        client: &TcpStream,
+    ) -> Result<(), Failure> {
+        let mut merge = exchange.merge(request, input, self.max_value_len);
+        let targets = exchange.targets();
+        let timeout = self.generation.server_timeout;
+        let mut ends = std::mem::take(&mut self.ends);
+        let result = client_stream::stream_merged(&mut self.servers, targets, &mut merge, client, timeout, &mut ends);
+        for (p, &server) in targets.iter().enumerate() {
+            self.results[p] = ends[p].map(|()| server).map_err(Sent);
+            if ends[p].is_ok() {
+                self.servers[server].set_reply(merge::outcome(Status::End, 0));
+            }
+        }
+        self.ends = ends;
+        let client_got = match result {
+            Ok(reply) => reply,
+            Err(_) => merge::outcome(Status::ServerError, merge.hits()),
+        };
+        if let Ok(server) = self.results[0] {
+            self.servers[server].set_reply(client_got);
+        }
+        result.map(|_| ())
     }
 }
 
