@@ -238,7 +238,7 @@ def mva(centers: Sequence[Center], population: int, think_time: float = 0.0) -> 
         raise ValueError("zero think time and zero demands: throughput is unbounded")
 
     n_max = int(population)
-    solution = _solve(centers, n_max, float(think_time), complements={})
+    solution = _solve(centers, n_max, float(think_time))
     demands = np.array([c.demand for c in centers])
     x = solution.throughput
     utilization = np.empty((n_max, len(centers)))
@@ -271,9 +271,7 @@ class _Solution:
     marginals: dict[int, np.ndarray]  # center index -> P_i(j | n), [n, j]
 
 
-def _solve(
-    centers: tuple[Center, ...], n_max: int, think_time: float, complements: dict[tuple[str, ...], np.ndarray]
-) -> _Solution:
+def _solve(centers: tuple[Center, ...], n_max: int, think_time: float) -> _Solution:
     """The MVA recursion over n = 1..n_max for one network.
 
     Box 36.1 takes P_i(0|n) = 1 - sum_{j>=1} P_i(j|n). That subtraction loses every digit
@@ -281,7 +279,7 @@ def _solve(
     error by X D / j per step (64 workers came out 60 % off). So P_i(0|n) comes from the
     exact, subtraction-free identity P_i(0|n) = P_i(0|n-1) X(n) / X_{-i}(n), where X_{-i}
     is the throughput of the same network without center i (both sides are ratios of
-    normalising constants, G_{-i}(n) / G(n)). `complements` caches those throughputs.
+    normalising constants, G_{-i}(n) / G(n)), computed by convolution (`_complement_throughputs`).
     """
     k = len(centers)
     demands = np.array([c.demand for c in centers])
@@ -291,7 +289,7 @@ def _solve(
 
     ld_index = [i for i, c in enumerate(centers) if c.is_load_dependent]
     demand_over_rate = {i: demands[i] / centers[i].rate_multipliers(n_max) for i in ld_index}
-    complement_throughput = {i: _complement_throughput(centers, i, n_max, think_time, complements) for i in ld_index}
+    complement_throughput = _complement_throughputs(centers, ld_index, n_max, think_time)
     marginals = {i: np.zeros((n_max + 1, n_max + 1)) for i in ld_index}
     for i in ld_index:
         marginals[i][0, 0] = 1.0
@@ -323,23 +321,64 @@ def _solve(
     return _Solution(throughput=throughput, residence=residence, marginals=marginals)
 
 
-def _complement_throughput(
-    centers: tuple[Center, ...],
-    skip: int,
-    n_max: int,
-    think_time: float,
-    complements: dict[tuple[str, ...], np.ndarray],
-) -> np.ndarray:
-    rest = tuple(c for j, c in enumerate(centers) if j != skip)
-    key = tuple(c.name for c in rest)
-    if key not in complements:
-        if not rest:
-            # Only the think time is left: an infinite-server station, X(n) = n / Z.
-            populations = np.arange(1, n_max + 1, dtype=float)
-            complements[key] = populations / think_time if think_time > 0 else np.full(n_max, math.inf)
-        else:
-            complements[key] = _solve(rest, n_max, think_time, complements).throughput
-    return complements[key]
+def _complement_throughputs(
+    centers: tuple[Center, ...], skips: Sequence[int], n_max: int, think_time: float
+) -> dict[int, np.ndarray]:
+    """X_{-i}(n), n = 1..n_max, for each center i in `skips`: the throughput of the network
+    without center i, G_{-i}(n - 1) / G_{-i}(n) (Buzen's normalising constants). G_{-i} is the
+    convolution of every other center's factor (prefix and suffix products), so the cost is
+    linear in the number of centers; solving each complement network by MVA, which needs its
+    own complements, was exponential (2^k networks: minutes for a dozen load-dependent
+    centers). Logarithms keep the constants in range at any population."""
+    factors = [_log_factor(center, n_max) for center in centers]
+    think = _log_factor(Center.delay("think", think_time), n_max)
+    prefix = [think]
+    for factor in factors:
+        prefix.append(_log_convolve(prefix[-1], factor))
+    suffix = [_log_unit(n_max)]
+    for factor in reversed(factors):
+        suffix.append(_log_convolve(suffix[-1], factor))
+    suffix.reverse()  # suffix[i]: the centers from i on
+    throughputs = {}
+    for i in skips:
+        log_g = _log_convolve(prefix[i], suffix[i + 1])
+        with np.errstate(invalid="ignore"):
+            ratio = log_g[:-1] - log_g[1:]
+        # G_{-i}(n) = 0: nothing left takes time, X_{-i} is unbounded.
+        throughputs[i] = np.where(np.isneginf(log_g[1:]), math.inf, np.exp(ratio))
+    return throughputs
+
+
+def _log_factor(center: Center, n_max: int) -> np.ndarray:
+    """log f(j), j = 0..n_max: a center's term of the normalising constant with j jobs there,
+    D^j / prod_{m<=j} alpha(m) (a delay's alpha(m) = m)."""
+    jobs = np.arange(n_max + 1)
+    if center.kind is CenterKind.DELAY:
+        alphas = np.maximum(jobs, 1).astype(float)
+    else:
+        alphas = center.rate_multipliers(n_max)
+    with np.errstate(divide="ignore"):
+        log_demand = math.log(center.demand) if center.demand > 0 else -math.inf
+        steps = np.where(jobs > 0, log_demand - np.log(alphas), 0.0)
+    return np.cumsum(steps)
+
+
+def _log_unit(n_max: int) -> np.ndarray:
+    unit = np.full(n_max + 1, -math.inf)
+    unit[0] = 0.0
+    return unit
+
+
+def _log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log of the convolution of exp(a) and exp(b), entries 0..len - 1: row n of a matrix
+    holds a[j] + b[n - j] for j <= n, and each row is summed in log space at once."""
+    jobs = np.arange(len(a))
+    shift = jobs[:, None] - jobs[None, :]
+    terms = np.where(shift >= 0, a[None, :] + b[np.maximum(shift, 0)], -math.inf)
+    top = terms.max(axis=1)
+    safe_top = np.where(np.isneginf(top), 0.0, top)
+    with np.errstate(divide="ignore"):
+        return safe_top + np.log(np.exp(terms - safe_top[:, None]).sum(axis=1))
 
 
 @dataclass(frozen=True)
