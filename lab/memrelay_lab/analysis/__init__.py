@@ -29,7 +29,8 @@ from ._pools_per_server import (
 )
 from ._per_server_load import process_utilization, queue_length_series, server_load
 from ._server_visits import server_centers, server_demands, server_network, visit_ratios
-from ._network import Demands, NetworkModel, build_centers, link_columns, link_demands, measured_demands, network_model
+from ._links import link_demands
+from ._network import Demands, NetworkModel, build_centers, link_columns, measured_demands, network_model
 from ._inputs import NetworkModelError, config_columns_of
 from ._predict import Prediction, named_bottlenecks, predict_configurations, predictions_frame
 from ._plan import Candidate, Plan, RoleHostCounts, candidate_demands, plan_capacity

@@ -40,20 +40,16 @@ Derivation choices:
    population of the group (a true prediction, but blind to service times that grow with
    load).
 
-7. **Links** (issues 22, 33). Where the experiment knows a host's link rate (the testbed's tc
-   shaping, or ``link_mbit`` of a host in ``[hosts]``) and the run counted the bytes through
-   that link over an interval long enough (the testbed's veth counters: every header and
-   acknowledgement included; `results._load.link_interval_problem`), the link is a queue (one
-   server: a link sends one frame at a time) with D = bytes per request x 8 / rate of its
-   busier direction, named after it (``link to H``: what the host receives; ``link from H``:
-   what it sends). The other direction is no centre: a shaped link serves each request's bytes
-   at a constant rate, and in a line of constant-time servers a request that has passed the
-   slowest one never queues at another (Friedman 1965, the reduction of tandem queues): its
-   bytes are on the wire while the busier direction serves the next request; two exponential
-   queues instead would have 2 clients wait a third of their time on a balanced link that the
-   testbed shows them not to. A link carries the traffic of every middleware while each network
-   here is one middleware's, so its demand per request of one middleware's network is M x D.
-   The links are centres at every load and in both ways of taking the demands.
+7. **Links** (issues 22, 33, 34; `_links` says why). Each host link whose rate is known and
+   whose bytes were counted is one link of the request's path, with D = bytes per request x 8 /
+   rate of its busier direction. The path's links together are one queue (one server), the
+   busiest link's, named after it: shaped links in series pass requests as their slowest alone
+   would (Friedman's reduction of tandem queues), and a tbf delays nothing below its rate. A
+   queue per link instead added every link's transmission time to each cycle: with every testbed
+   host shaped, 48% too low at 2 clients. A link carries the traffic of every middleware while
+   each network here is one middleware's, so its demand per request of one middleware's network
+   is M x D. The other links are no centre; their utilization is X x D. The path's queue is a
+   centre at every load and in both ways of taking the demands.
 
 8. **Calibration** (issue 33). The measured times already hold the links' passage: the
    servers' time the replies crossing the server's and the middleware's links, the network
@@ -85,7 +81,6 @@ the asymptotic bottleneck (largest demand per server) and knee N* come with it.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -97,8 +92,9 @@ from .._values import configuration_label, jsonable, plain
 from ..theory import Center, asymptotic_bounds, mva
 
 from ._inputs import MS, check_table, config_columns_of, population_groups
+from ._links import link_demands, link_utilizations, path_queue
 
-__all__ = ["Demands", "NetworkModel", "build_centers", "busier_directions", "calibrated_off_link", "link_columns", "link_demands", "measured_demands", "network_model"]
+__all__ = ["Demands", "NetworkModel", "build_centers", "calibrated_off_link", "link_columns", "measured_demands", "network_model"]
 
 VARIANTS = ("nested", "seed")
 DEMAND_SOURCES = ("each", "lowest")
@@ -117,8 +113,8 @@ class Demands:
     workers: int
     population: int
     split_measured: bool
-    #: (centre name, demand in seconds per request of this middleware's network) per link
-    #: whose rate and bytes are known (module docstring, 7).
+    #: (link name, demand in seconds per request of this middleware's network) per link whose
+    #: rate and bytes are known; the busiest is the path's queue (module docstring, 7).
     links: tuple[tuple[str, float], ...] = ()
     #: The part of the servers' time and the network delay that is not the links' (module
     #: docstring, 8); 1 without links.
@@ -130,10 +126,11 @@ class Demands:
 
 def build_centers(demands: Demands, variant: str = "nested", links: bool = True) -> list[Center]:
     """The centers of one middleware's network (see the module docstring); ``links=False``
-    leaves the link directions out."""
+    leaves the path's queue out."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    links = [Center.queue(name, demand) for name, demand in demands.links] if links else []
+    path = path_queue(demands.links) if links else None
+    links = [Center.queue(*path)] if path else []
     servers, network = demands.servers * demands.off_link, demands.network * demands.off_link
     if variant == "nested":
         return [
@@ -166,43 +163,6 @@ def calibrated_off_link(demands: Demands, throughput: float, variant: str = "nes
     if gap(0.0) <= 0:
         return 0.0
     return float(brentq(gap, 0.0, 1.0, xtol=1e-9))
-
-
-_LINK_BYTES = re.compile(r"^link:(?P<host>.+):(?P<direction>to|from)_bytes_per_request$")
-
-
-def link_demands(row: pd.Series, middlewares: int = 1, both: bool = False) -> tuple[tuple[str, float], ...]:
-    """Each link with a known rate and measured bytes as one centre (module docstring, 7): its
-    busier direction's name (``link to H`` or ``link from H``) and its demand in seconds per
-    request of one middleware's network, M x bytes x 8 / rate (``both``: every direction)."""
-    by_host: dict[str, list[tuple[float, str]]] = {}
-    for column in row.index:
-        match = _LINK_BYTES.match(str(column))
-        if match is None:
-            continue
-        rate = row.get(f"link:{match['host']}:rate_mbit", math.nan)
-        per_request = row[column]
-        if rate is None or per_request is None or not (np.isfinite(rate) and np.isfinite(per_request)) or rate <= 0:
-            continue
-        demand = middlewares * float(per_request) * 8 / (float(rate) * 1e6)
-        by_host.setdefault(match["host"], []).append((demand, f"link {match['direction']} {match['host']}"))
-    if both:
-        return tuple(sorted((name, demand) for found in by_host.values() for demand, name in found))
-    return tuple(sorted((name, demand) for demand, name in (max(found) for found in by_host.values())))
-
-
-def busier_directions(demands: dict[str, float]) -> dict[str, float]:
-    """Of demands named ``link to H`` / ``link from H`` (and others), each host's busier
-    direction only (module docstring, 7); the others pass through."""
-    best: dict[str, tuple[float, str]] = {}
-    others = {}
-    for name, demand in demands.items():
-        parts = name.split(" ", 2)
-        if len(parts) == 3 and parts[0] == "link" and parts[1] in ("to", "from"):
-            best[parts[2]] = max(best.get(parts[2], (-1.0, "")), (demand, name))
-        else:
-            others[name] = demand
-    return {**others, **{name: demand for demand, name in best.values()}}
 
 
 @dataclass(frozen=True)
@@ -363,7 +323,8 @@ def network_model(
         else:
             waiting_seen = 0.0
         utilizations = {"net-thread": utilization("net-thread"), "workers": utilization("workers")}
-        utilizations.update({name: utilization(name) for name, _ in source.links})
+        # Every link's, the path's queue among them, by the utilization law (module docstring, 7).
+        utilizations.update(link_utilizations(x, source.links))
         middlewares = int(row["middlewares"])
         measured_net = (
             float(row["mw_net_ms"])

@@ -26,6 +26,10 @@ scaled by these rules, each a consequence of where a request goes:
   a client host's link carries 1/C of the requests (with C hosts).
 - **link rate** L (where links are modelled and the hosts are not the testbed's fixed ones):
   every link's demand times L/L'.
+
+  Each link is scaled on its own; then, as in every model, the request's links are one queue,
+  the busiest one's (`_links`): with every host shaped, adding middlewares moves the bottleneck to
+  the client's or the server's link, which the next candidates add hosts for.
 - **population** N: the closed loop's clients, C x instances x threads x clients per thread;
   the planner takes the smallest clients per thread that gives the throughput (X(N) grows with
   N), and the candidate fails when the response time at that N is above the bound (R(N) grows

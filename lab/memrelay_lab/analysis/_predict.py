@@ -20,11 +20,15 @@ and, off them, waits:
   event loop per twemproxy; memcached's proxy one worker thread per usable core, as the lab
   starts it), and memcached with the wait z.
 
-Links (issue 33): every host link whose rate is known and whose bytes were counted over a
-long enough interval is a stage of its own beside them, one thread (a link sends one frame at
-a time) holding each request for bytes per request x 8 / rate of its busier direction, off the
-processors (`_network.link_demands` says why one direction: the other keeps pace behind it). A
-link's demand is measured, never solved for; it is interpolated like the processor demands.
+Links (issues 33, 34): every host link whose rate is known and whose bytes were counted over a
+long enough interval is on the request's path, with demand bytes per request x 8 / rate of its
+busier direction. The path's links together are one stage beside the others, one thread (a link
+sends one frame at a time) holding each request for the busiest link's demand, off the
+processors, named after that link (`_links` says why: shaped links in series pass requests as
+their slowest alone would, and a tbf delays nothing below its rate; a stage per link added their
+transmission times up, 48% too low at 2 clients with every testbed host shaped). The other
+links' utilization is X x D. A link's demand is measured, never solved for; it is interpolated
+like the processor demands.
 
 With links the wait z is split: a pool worker holds at most the time the middleware measured
 it wait for the servers (T_service less memcached's processor time; the replies' passage over
@@ -36,7 +40,9 @@ model already without any wait (utilization 0.9 or more), the throughput says no
 (it is the link's rate whatever z is: the testbed's tbf passes some 96% of rate / bytes, and
 the wait that would make up those 4% would have to be tens of milliseconds): z is taken as 0
 there, and the model predicts that configuration to the link's accuracy rather than
-reproducing it.
+reproducing it. Saturated means in the measurement too (its throughput x the link's demand):
+with the path's links one stage, one client's cycle can be mostly that stage, busy 90% in the
+model without any wait, while the measured throughput is well below the link's rate.
 
 z, the time a request spends off every processor (loopback, wake-ups), is not measured
 directly: at each calibration configuration it is solved for so that the model gives the
@@ -71,7 +77,7 @@ from scipy.optimize import brentq
 from .._values import configuration_label, plain
 from ..theory import SharedCpuResult, Stage, shared_cpu_network
 from ._inputs import POPULATION_COLUMNS
-from ._network import busier_directions, link_demands
+from ._links import busier_directions, is_link, link_demands, link_utilizations, path_queue
 
 __all__ = ["Prediction", "named_bottlenecks", "predict_configurations", "predictions_frame", "stages_of"]
 
@@ -142,8 +148,9 @@ def stages_of(row: pd.Series | dict, demands: dict[str, float], off_cpu_s: float
         stages.append(Stage("net thread", us("cpu_net_us") + us("cpu_other_us") or 1e-9, threads=middlewares))
         workers = int(row["workers"]) * middlewares
         stages.append(Stage("workers", us("cpu_worker_us") + us("cpu_memcached_us"), off_cpu_s, threads=workers))
-    links = busier_directions({name: us(name) for name in demands if name.startswith("link ")})
-    stages += [Stage(name, 0.0, seconds, threads=1) for name, seconds in sorted(links.items()) if seconds > 0]
+    path = path_queue(busier_directions({name: us(name) for name in demands if is_link(name)}).items())
+    if path:  # the path's links as one stage: the busiest one's (module docstring)
+        stages.append(Stage(path[0], 0.0, path[1], threads=1))
     if outside_s > 0:
         stages.append(Stage("network", 0.0, outside_s))
     return [s if s.cpu > 0 or s.delay > 0 else Stage(s.name, 1e-9, s.delay, s.threads) for s in stages]
@@ -177,7 +184,7 @@ def _calibrated_wait(row, demands: dict) -> float:
     measured = float(row["throughput"])
     population = _population(row)
     gap = lambda z: _solve(row, demands, z).throughput - measured  # noqa: E731
-    if _link_saturated(_solve(row, demands, 0.0)):
+    if _link_saturated(_solve(row, demands, 0.0), measured):
         return 0.0  # the link holds the throughput: no wait can be told from it (module docstring)
     if gap(0.0) <= 0:
         return 0.0
@@ -187,12 +194,17 @@ def _calibrated_wait(row, demands: dict) -> float:
     return float(brentq(gap, 0.0, upper, xtol=1e-9, rtol=1e-6))
 
 
-# A link this busy in the model without any wait holds the throughput to its own rate.
+# A link this busy, in the model without any wait and by the measured throughput, holds the
+# throughput to its own rate.
 LINK_SATURATED = 0.9
 
 
-def _link_saturated(result: SharedCpuResult) -> bool:
-    return any(name.startswith("link ") and stage["thread_utilization"] >= LINK_SATURATED
+def _link_saturated(result: SharedCpuResult, measured: float) -> bool:
+    """The path's link saturated in the model with no wait and in the measurement (X x D). Not
+    the model alone: one client whose cycle is mostly the link keeps the model's link as busy,
+    at a throughput the wait it spends elsewhere holds well below the link's rate."""
+    return any(is_link(name) and stage["thread_utilization"] >= LINK_SATURATED
+               and measured * stage["holding_time"] >= LINK_SATURATED
                for name, stage in result.stages.items())
 
 
@@ -281,14 +293,16 @@ def _curves(group: pd.DataFrame, points: list, series_points: dict, thread_key, 
                                          _pool_size(first))
             result = _solve(row, demands, wait)
             cpu_s = sum(demands.get(name, 0.0) for name in _DEMANDS) * 1e-6
-            link_s = [v * 1e-6 for k, v in demands.items() if k.startswith("link ") and v > 0]
+            path = path_queue((k, v * 1e-6) for k, v in demands.items() if is_link(k))
+            link_s = path[1] if path else 0.0
             # Jain ch. 33's asymptotic bounds: X <= N / D (no queueing: every demand and the wait
-            # once), X <= m / C (the processors saturated) and X <= 1 / D_link (a link saturated).
+            # once; the path's links once, as their one queue), X <= m / C (the processors
+            # saturated) and X <= 1 / D_link (the busiest link saturated).
             rows.append({
                 "series": label, "clients": clients, "throughput": result.throughput,
                 "processor_bound": int(row.get("cores", 1) or 1) / cpu_s if cpu_s > 0 else math.nan,
-                "link_bound": 1 / max(link_s) if link_s else math.nan,
-                "population_bound": clients / (cpu_s + sum(link_s) + wait) if cpu_s + wait > 0 else math.nan,
+                "link_bound": 1 / link_s if link_s else math.nan,
+                "population_bound": clients / (cpu_s + link_s + wait) if cpu_s + wait > 0 else math.nan,
             })
     return rows
 
@@ -348,7 +362,9 @@ def _interpolate(points: list, population: int, engine: object, pool: int | None
 
 
 def _prediction(row, config_columns, calibration: bool, result: SharedCpuResult, demands: dict, wait: float):
-    utilizations = {"processors": result.cpu_utilization}
+    # Every link's utilization (X x D; the path's stage among them), then the stages'.
+    links = busier_directions({name: v * 1e-6 for name, v in demands.items() if is_link(name)})
+    utilizations = {"processors": result.cpu_utilization, **link_utilizations(result.throughput, links.items())}
     for name, stage in result.stages.items():
         if math.isfinite(stage["thread_utilization"]):
             utilizations[name] = stage["thread_utilization"]
