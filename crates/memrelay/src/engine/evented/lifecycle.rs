@@ -108,12 +108,23 @@ impl EventLoop {
     pub(super) fn target_done(&mut self, index: usize, target: usize, result: TargetResult, bytes: &[u8]) {
         if self.inflight.get_mut(index).target_done(target, result, bytes) {
             self.targets_complete(index);
+        } else if self.inflight.get(index).merge.is_some() {
+            // A part of a merged reply failed: the merge may be waiting on it.
+            self.pump_merge(index);
         }
     }
 
     /// Every target of entry `index` has answered: the policy says what follows (another round,
     /// or the reply).
     pub(super) fn targets_complete(&mut self, index: usize) {
+        if self.inflight.get(index).merge.is_some() {
+            // Every part is in: the merged reply is moved on to its end, which is the answer.
+            self.pump_merge(index);
+            let entry = self.inflight.get_mut(index);
+            if let (Some(reply), TargetResult::Replied(_)) = (entry.merged, entry.results[0]) {
+                entry.results[0] = TargetResult::Replied(reply);
+            }
+        }
         let entry = self.inflight.get_mut(index);
         let now = Instant::now();
         entry.times.last_reply = now;

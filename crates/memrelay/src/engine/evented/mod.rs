@@ -17,6 +17,7 @@
 //! - [`requests`]: the in-flight entries; [`upstream`]: one server connection.
 
 mod lifecycle;
+mod merged;
 mod requests;
 mod server_events;
 mod thread;

@@ -13,6 +13,7 @@ use memrelay_protocol::{Reply, Request};
 use crate::buffer::clear_and_trim;
 use crate::measure::metrics::{Outcome, Timestamps};
 use crate::relay::exchange::Exchange;
+use crate::relay::merge::Merge;
 use crate::relay::reply::Answer;
 use crate::upstream::failure::Failure;
 use crate::upstream::Servers;
@@ -39,6 +40,12 @@ pub(crate) struct InFlight {
     pub bodies: Vec<Vec<u8>>,
     /// Scratch for coalescing a split: each server's read position.
     cursors: Vec<usize>,
+    /// A split read's reply streaming to the client in key order ([`crate::relay::merge`]):
+    /// the parts' bytes arrive in `bodies`, `taken[p]` of part p's are consumed.
+    pub merge: Option<Merge>,
+    pub taken: Vec<usize>,
+    /// How the merged reply ended (through, or cut off), once it has.
+    pub merged: Option<Reply>,
     pub remaining: usize,
     pub times: Timestamps,
     pub sent: bool,
@@ -61,6 +68,9 @@ impl InFlight {
             results: Vec::new(),
             bodies: Vec::new(),
             cursors: Vec::new(),
+            merge: None,
+            taken: Vec::new(),
+            merged: None,
             remaining: 0,
             times: Timestamps::at(Instant::now()),
             sent: false,
@@ -82,6 +92,8 @@ impl InFlight {
         for body in &mut self.bodies[from..n] {
             body.clear();
         }
+        self.taken.clear();
+        self.taken.resize(n, 0);
         self.remaining = n - from;
     }
 
@@ -94,6 +106,11 @@ impl InFlight {
         self.bodies[target].extend_from_slice(bytes);
         self.remaining -= 1;
         self.remaining == 0
+    }
+
+    /// Part `part`'s bytes of a merged reply not yet consumed.
+    pub fn unconsumed(&self, part: usize) -> usize {
+        self.bodies[part].len() - self.taken[part]
     }
 
     /// Builds the client's reply from the targets' answers (all are in).
@@ -174,6 +191,8 @@ impl Requests {
         // Entries are reused: one large request or reply must not keep its memory with them.
         clear_and_trim(&mut entry.input, KEEP_CAPACITY);
         entry.request = None;
+        entry.merge = None;
+        entry.merged = None;
         clear_and_trim(&mut entry.reply, KEEP_CAPACITY);
         for body in &mut entry.bodies {
             clear_and_trim(body, KEEP_CAPACITY);

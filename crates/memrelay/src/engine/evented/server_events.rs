@@ -7,6 +7,7 @@ use std::time::Instant;
 use memrelay_protocol::Reply;
 use mio::Registry;
 
+use super::merged::PART_HOLD;
 use super::requests::{Requests, TargetResult};
 use super::thread::{EventLoop, Replies};
 use super::upstream::{Downstream, Flow, Outstanding};
@@ -45,6 +46,8 @@ impl EventLoop {
         // completed afterwards, since completing may queue new requests on this connection.
         let mut completed = std::mem::take(&mut self.completed);
         completed.clear();
+        let mut merging = std::mem::take(&mut self.merging);
+        merging.clear();
         let mut down = Down {
             server,
             now: Instant::now(),
@@ -54,15 +57,21 @@ impl EventLoop {
             registry: self.poll.registry(),
             recorder: &mut self.recorder,
             completed: &mut completed,
+            merging: &mut merging,
+            max_value_len: self.max_value_len,
         };
         let result = self.upstreams[server].on_readable(to_eof, &mut down);
         if down.replies > 0 {
             self.health.answered(server);
         }
+        for &index in &merging {
+            self.pump_merge(index);
+        }
         for &index in &completed {
             self.targets_complete(index);
         }
         self.completed = completed;
+        self.merging = merging;
         if let Err(failure) = result {
             self.fail_upstream(server, failure);
         } else if self.upstreams[server].wants_flush() && !self.dirty.contains(&server) {
@@ -73,6 +82,11 @@ impl EventLoop {
     /// The client of a reply streaming from `server` took enough of it: reading goes on.
     pub(super) fn resume_stream(&mut self, slot: usize) {
         let Some(session) = self.clients.sessions.get(slot) else { return };
+        if let Some(&head) = session.engine.queue.front() {
+            if self.inflight.get(head).merge.is_some() {
+                return self.pump_merge(head);
+            }
+        }
         let Some(server) = session.engine.streaming_from else { return };
         if session.io.unsent() <= CLIENT_BACKLOG / 2 && self.upstreams[server].paused() {
             self.upstreams[server].resume(false);
@@ -145,6 +159,9 @@ struct Down<'a> {
     recorder: &'a mut Recorder,
     /// Entries whose last awaited reply arrived.
     completed: &'a mut Vec<usize>,
+    /// Entries with a merged reply whose parts got bytes.
+    merging: &'a mut Vec<usize>,
+    max_value_len: usize,
 }
 
 impl Down<'_> {
@@ -169,31 +186,60 @@ impl Downstream for Down<'_> {
                 session.engine.streaming_from = None;
             }
         }
+        if entry.merge.is_some() && !self.merging.contains(&head.request) {
+            self.merging.push(head.request);
+        }
         if entry.target_done(usize::from(head.target), TargetResult::Replied(reply), bytes) {
             self.completed.push(head.request);
         }
     }
 
     /// Only the head of its client's replies streams (what goes before it is written), and
-    /// only a request whose policy lets its one answer pass as it is.
-    fn may_stream(&mut self, head: &Outstanding) -> bool {
-        let Some(slot) = self.client_of(head) else { return false };
+    /// only a request whose policy lets its one answer pass as it is, or a split read's part
+    /// (merged in key order: [`crate::relay::merge`]).
+    fn may_stream(&mut self, head: &Outstanding) -> Option<usize> {
+        let slot = self.client_of(head)?;
         let session = &mut self.clients.sessions[slot];
         let entry = self.inflight.get_mut(head.request);
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
-        let streams = session.engine.queue.front() == Some(&head.request)
-            && session.engine.streaming_from.is_none()
+        if session.engine.queue.front() != Some(&head.request) {
+            return None;
+        }
+        if entry.merge.is_none() && session.engine.streaming_from.is_none() && entry.exchange.may_merge_stream(request)
+        {
+            entry.merge = Some(entry.exchange.merge(request, &entry.input, self.max_value_len));
+            entry.exchange.note_streamed();
+        }
+        if entry.merge.is_some() {
+            // The merge enforces the reply limit across the parts.
+            return Some(usize::MAX);
+        }
+        let streams = session.engine.streaming_from.is_none()
             && entry.exchange.targets().len() == 1
             && entry.exchange.may_stream(request);
         if streams {
             entry.exchange.note_streamed();
             session.engine.streaming_from = Some(self.server);
         }
-        streams
+        streams.then(crate::access::max_reply_bytes)
     }
 
     fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow {
         let Some(slot) = self.client_of(head) else { return Flow::Discard };
+        let entry = self.inflight.get_mut(head.request);
+        if entry.merged.is_some() {
+            // The merge is over (cut off): the rest of the part is dropped.
+            return Flow::Discard;
+        }
+        if entry.merge.is_some() {
+            // A part: held for the merge, which the loop runs after this read.
+            let part = usize::from(head.target);
+            entry.bodies[part].extend_from_slice(bytes);
+            if !self.merging.contains(&head.request) {
+                self.merging.push(head.request);
+            }
+            return if entry.unconsumed(part) > PART_HOLD { Flow::Pause } else { Flow::Go };
+        }
         self.clients.send(self.registry, slot, bytes);
         match self.clients.sessions.get(slot) {
             Some(session) if session.io.broken => Flow::Discard,

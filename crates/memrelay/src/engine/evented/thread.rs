@@ -75,6 +75,12 @@ pub(super) struct EventLoop {
     pub recorder: Recorder,
     /// Write-backs to restarted servers this loop may still start ([`crate::relay::warm`]).
     pub warm_budget: Budget,
+    /// Merged replies ([`super::merged`]): entries whose parts got bytes in one read, entries
+    /// being moved on (a resumed part's read may ask again), scratch.
+    pub merging: Vec<usize>,
+    pub pumping: Vec<usize>,
+    pub pump_again: bool,
+    pub resume_scratch: Vec<usize>,
 }
 
 impl EventLoop {
@@ -110,6 +116,10 @@ impl EventLoop {
             round_robin: 0,
             recorder,
             warm_budget: Budget::default(),
+            merging: Vec::new(),
+            pumping: Vec::new(),
+            pump_again: false,
+            resume_scratch: Vec::new(),
         };
         event_loop.adopt_config();
         Ok(event_loop)
@@ -203,6 +213,9 @@ impl EventLoop {
             entry.client = None;
             if entry.done {
                 self.inflight.release(index);
+            } else {
+                // A merged reply's parts paused for it: the rest is dropped now.
+                self.resume_parts(index);
             }
         }
         self.count_inside();

@@ -80,8 +80,10 @@ pub(crate) struct Upstream {
 pub(crate) trait Downstream {
     /// A reply, whole (with its bytes) or streamed (its bytes went to the client already).
     fn deliver(&mut self, head: Outstanding, reply: Reply, bytes: &[u8]);
-    /// Whether `head`'s reply, too long to hold, may go to its client as it arrives (now).
-    fn may_stream(&mut self, head: &Outstanding) -> bool;
+    /// Whether `head`'s reply, too long to hold, may go on as it arrives (now): to its client,
+    /// or into its part of a merged reply. `Some(limit)`: the most it may send (the
+    /// `--max-reply-bytes` of a reply the client gets as it is; a part's is the merge's).
+    fn may_stream(&mut self, head: &Outstanding) -> Option<usize>;
     /// Bytes of `head`'s streaming reply for its client, and what reading does next.
     fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow;
 }
@@ -390,11 +392,14 @@ impl Upstream {
                 self.parser_primed = true;
             }
             match self.parser.parse(self.input.pending()) {
-                Parse::Incomplete if self.input.len() >= STREAM_AFTER && down.may_stream(&head) => {
-                    let limit = crate::access::max_reply_bytes();
-                    self.streaming = Some(Streaming::new(head.expect, self.max_value_len, limit));
-                    self.discarding = false;
-                }
+                Parse::Incomplete if self.input.len() >= STREAM_AFTER => match down.may_stream(&head) {
+                    Some(limit) => {
+                        self.streaming = Some(Streaming::new(head.expect, self.max_value_len, limit));
+                        self.discarding = false;
+                    }
+                    None if self.input.len() > HOLD_LIMIT => return Err(Failure::TooLarge),
+                    None => return Ok(()),
+                },
                 Parse::Incomplete if self.input.len() > HOLD_LIMIT => return Err(Failure::TooLarge),
                 Parse::Incomplete => return Ok(()),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
