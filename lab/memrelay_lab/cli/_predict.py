@@ -72,23 +72,34 @@ def _run_predict(args: argparse.Namespace) -> int:
 
 
 def _table(frame, columns) -> str:
-    lines = [f"{'configuration':<28} {'role':<11} {'X measured':>11} {'X model':>9} {'error':>7} "
-             f"{'R measured':>10} {'R model':>8} {'error':>7}  bottleneck"]
+    """Errors as measured (predicted / measured - 1); `in CI` marks a prediction inside the
+    measured 95% interval, which the models' own error measure counts as 0."""
+    lines = [f"{'configuration':<28} {'role':<11} {'X measured':>11} {'X model':>9} {'error':>13} "
+             f"{'R measured':>10} {'R model':>8} {'error':>13}  bottleneck"]
     for _, row in frame.iterrows():
         label = ", ".join(f"{c}={row[c]}" for c in columns if c in row)[:28]
         lines.append(
             f"{label:<28} {'calibration' if row['calibration'] else 'predicted':<11} "
-            f"{row['throughput_measured']:>11,.0f} {row['throughput_predicted']:>9,.0f} {_pct(row['throughput_error']):>7} "
-            f"{row['response_ms_measured']:>10.3f} {row['response_ms_predicted']:>8.3f} {_pct(row['response_ms_error']):>7}  "
+            f"{row['throughput_measured']:>11,.0f} {row['throughput_predicted']:>9,.0f} {_error(row, 'throughput'):>13} "
+            f"{row['response_ms_measured']:>10.3f} {row['response_ms_predicted']:>8.3f} {_error(row, 'response_ms'):>13}  "
             f"{row['bottleneck']}"
         )
     predicted = frame[~frame["calibration"]]
     if len(predicted):
         for measure in ("throughput", "response_ms"):
-            errors = predicted[f"{measure}_error"].abs()
-            lines.append(f"{measure}: mean |error| {100 * errors.mean():.1f}%, worst {100 * errors.max():.1f}% "
-                         f"over {len(predicted)} predicted configurations (0 inside the measured 95% interval)")
+            raw = (predicted[f"{measure}_predicted"] / predicted[f"{measure}_measured"] - 1).abs()
+            within = int((raw <= 0.10).sum())
+            inside = int(((raw > 0.10) & (predicted[f"{measure}_error"] == 0)).sum())
+            lines.append(f"{measure}: mean |error| {100 * raw.mean():.1f}%, worst {100 * raw.max():.1f}% over "
+                         f"{len(predicted)} predicted configurations; {within} within 10%, {inside} more inside "
+                         "the measured 95% interval")
     return "\n".join(lines)
+
+
+def _error(row, measure: str) -> str:
+    measured = row[f"{measure}_measured"]
+    raw = row[f"{measure}_predicted"] / measured - 1 if measured else math.nan
+    return _pct(raw) + (" in CI" if row[f"{measure}_error"] == 0 else "")
 
 
 def _pct(value: float) -> str:
