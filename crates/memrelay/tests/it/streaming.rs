@@ -21,6 +21,7 @@ engine_matrix!(
     a_2_gb_reply_passes_without_a_server_timeout_while_another_client_is_served,
     a_client_that_leaves_mid_reply_frees_the_server_connection_at_once,
     a_sharded_get_streams_merged_in_key_order_in_bounded_memory,
+    a_server_that_dies_mid_merge_closes_only_that_client,
 );
 
 const MIB: u64 = 1024 * 1024;
@@ -279,4 +280,28 @@ fn a_sharded_get_streams_merged_in_key_order_in_bounded_memory(engine: &str) {
     client.send(b"get k1 missing k2\r\n");
     reference.send(b"get k1 missing k2\r\n");
     same_reply(&mut client, &mut reference);
+}
+
+fn a_server_that_dies_mid_merge_closes_only_that_client(engine: &str) {
+    let (one, mut two) = two_servers_with_large_values();
+    let relay = Memrelay::start(engine, &[&one, &two], &["--sharded", "--max-value-size", "2000000"]);
+    let mut client = relay.client();
+    client.set_read_timeout(Duration::from_secs(30));
+    let keys: Vec<String> = (0..300).map(|i| format!("k{}", i % 8)).collect();
+    client.send(format!("get {}\r\n", keys.join(" ")).as_bytes());
+    // Part of the first server's half, then the second server dies.
+    let mut buf = vec![0; 1 << 20];
+    let mut got = 0;
+    while got < 20_000_000 {
+        let n = client.stream.read(&mut buf).expect("the reply goes on");
+        assert!(n > 0, "closed after {got} bytes, before the server died");
+        got += n;
+    }
+    two.kill();
+    // The reply cannot be finished: the client's connection is closed (not left hanging).
+    let rest = client.closed_within(Duration::from_secs(20));
+    assert!(rest.is_some(), "the client's connection is still open 20 s after its server died");
+    // memrelay is still there for everyone else.
+    let mut other = relay.client();
+    assert!(other.line(b"version\r\n").starts_with("VERSION"));
 }
