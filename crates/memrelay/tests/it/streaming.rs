@@ -53,6 +53,12 @@ fn status_bytes(pid: u32, field: &str) -> u64 {
     line.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()).expect("kB") * 1024
 }
 
+/// memrelay's peak RSS (VmHWM) is within 64 MiB of `before`, its RSS before `what`.
+fn assert_peak_within_64_mib(relay: &Memrelay, before: u64, what: &str) {
+    let peak = status_bytes(relay.pid(), "VmHWM");
+    assert!(peak < before + 64 * MIB, "{what} made memrelay peak at {} MiB from {}", peak / MIB, before / MIB);
+}
+
 /// `get k k …` naming the value `times` times: one short request, a reply of `times` MB.
 fn amplifying_get(times: usize) -> Vec<u8> {
     let mut request = b"get".to_vec();
@@ -96,13 +102,7 @@ fn an_amplifying_get_streams_in_bounded_memory(engine: &str) {
     client.send(&amplifying_get(500));
     let tail = read_reply(&mut client, reply_len(500), 1 << 20);
     assert!(tail.ends_with(b"vv\r\nEND\r\n"), "{}", show(&tail));
-    let peak = status_bytes(relay.pid(), "VmHWM");
-    assert!(
-        peak < before + 64 * MIB,
-        "500 MB asked for made memrelay peak at {} MiB from {}",
-        peak / MIB,
-        before / MIB
-    );
+    assert_peak_within_64_mib(&relay, before, "500 MB asked for");
     // The connection is in step: the next request is answered as memcached answers it.
     assert_eq!(client.get("k")[0].1.len(), VALUE_LEN);
 }
@@ -269,13 +269,7 @@ fn a_sharded_get_streams_merged_in_key_order_in_bounded_memory(engine: &str) {
     reference.send(request.as_bytes());
     let len = same_reply(&mut client, &mut reference);
     assert!(len > 250_000_000, "{len} bytes");
-    let peak = status_bytes(relay.pid(), "VmHWM");
-    assert!(
-        peak < before + 64 * MIB,
-        "a merged reply of {len} bytes made memrelay peak at {} MiB from {}",
-        peak / MIB,
-        before / MIB
-    );
+    assert_peak_within_64_mib(&relay, before, &format!("a merged reply of {len} bytes"));
     // Both server connections are in step: the next merged request is exact.
     client.send(b"get k1 missing k2\r\n");
     reference.send(b"get k1 missing k2\r\n");
