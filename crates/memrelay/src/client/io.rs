@@ -11,10 +11,11 @@ use std::time::Instant;
 use crate::buffer::{Arrivals, Filled, ReadBuffer};
 
 /// Pieces of a streaming reply at least this long are written at once rather than appended.
-const SEND_DIRECT: usize = 8 * 1024;
+pub(crate) const SEND_DIRECT: usize = 8 * 1024;
 
 pub struct ClientIo {
     input: ReadBuffer,
+    max_message: usize,
     arrivals: Arrivals,
     output: Vec<u8>,
     written: usize,
@@ -35,8 +36,11 @@ pub enum ReadLimit {
 }
 
 impl ClientIo {
-    pub fn new(read_chunk: usize) -> ClientIo {
+    /// Reads `read_chunk` bytes at a time; a request of more than `max_message` bytes is not
+    /// made room for at once.
+    pub fn new(read_chunk: usize, max_message: usize) -> ClientIo {
         ClientIo {
+            max_message,
             input: ReadBuffer::new(read_chunk),
             arrivals: Arrivals::default(),
             output: Vec::new(),
@@ -55,6 +59,17 @@ impl ClientIo {
 
     pub fn consume(&mut self, n: usize) {
         self.input.consume(n);
+        self.consumed(n);
+    }
+
+    /// Moves the first `n` pending bytes into `into` (a long request without copying it) and
+    /// consumes them.
+    pub fn take(&mut self, n: usize, into: &mut Vec<u8>) {
+        self.input.take(n, into);
+        self.consumed(n);
+    }
+
+    fn consumed(&mut self, n: usize) {
         self.arrivals.consumed(n);
         if self.drained && self.input.is_empty() {
             // Idle until the poller reports more: an idle connection holds no read buffer.
@@ -73,6 +88,14 @@ impl ClientIo {
         self.arrivals.first()
     }
 
+    /// Before the buffer grows for the next read: a storage request at its front that declares
+    /// a long value gets one buffer of its size (up to `max_message`), not one doubling per read.
+    fn grow_for_declared(&mut self) {
+        if let Some(total) = memrelay_protocol::declared_len(self.input.pending()) {
+            self.input.reserve(total.min(self.max_message));
+        }
+    }
+
     /// Reads until the socket is drained, the peer closed, the socket failed or `limit` bytes
     /// are pending (then true: reading paused). `to_eof` when the poller saw the peer close: a
     /// short read then does not mean there is nothing more, the EOF is still to be read.
@@ -88,6 +111,9 @@ impl ClientIo {
                 }
             }
             let before = self.input.len();
+            if before > 0 && self.input.room() < self.input.chunk() {
+                self.grow_for_declared();
+            }
             match self.input.read_from(&mut socket) {
                 Ok(Filled::Eof) => {
                     self.eof = true;
@@ -239,7 +265,7 @@ mod tests {
 
     #[test]
     fn sent_chunks_keep_their_order_with_what_waits_before_them() {
-        let mut io = ClientIo::new(64);
+        let mut io = ClientIo::new(64, usize::MAX);
         let mut sink = Sink { taken: Vec::new(), room: 12_000 };
         let chunk: Vec<u8> = (0..SEND_DIRECT as u32 + 1000).map(|i| i as u8).collect();
         // A small piece waits; the chunk after it goes out with it.
@@ -260,7 +286,7 @@ mod tests {
 
     #[test]
     fn a_short_read_leaves_the_socket_drained() {
-        let mut io = ClientIo::new(64);
+        let mut io = ClientIo::new(64, usize::MAX);
         assert!(!io.drained());
         assert!(!io.read(Socket { data: b"get a\r\n" }, false, ReadLimit::None));
         assert!(io.drained());
@@ -270,7 +296,7 @@ mod tests {
     #[test]
     fn a_read_to_would_block_leaves_the_socket_drained() {
         // 16 bytes into a 16-byte chunk: a full read, then WouldBlock.
-        let mut io = ClientIo::new(16);
+        let mut io = ClientIo::new(16, usize::MAX);
         assert!(!io.read(Socket { data: b"get abcdefghij\r\n" }, false, ReadLimit::None));
         assert!(io.drained());
         assert_eq!(io.pending().len(), 16);
@@ -279,7 +305,7 @@ mod tests {
     #[test]
     fn a_read_paused_at_its_limit_is_not_drained() {
         let data = vec![b'x'; 100];
-        let mut io = ClientIo::new(8);
+        let mut io = ClientIo::new(8, usize::MAX);
         assert!(io.read(Socket { data: &data }, false, ReadLimit::Bytes(8)));
         assert!(!io.drained());
         assert!(io.pending().len() < data.len());

@@ -80,6 +80,11 @@ impl<E> Session<E> {
         self.io.consume(n);
     }
 
+    /// Moves the first `n` pending bytes (a request) into `into` and consumes them.
+    pub fn take(&mut self, n: usize, into: &mut Vec<u8>) {
+        self.io.take(n, into);
+    }
+
     /// Whether the client has left so many replies unread that no more requests are taken.
     pub fn backed_up(&self) -> bool {
         self.io.unsent() > MAX_UNSENT
@@ -297,7 +302,7 @@ impl<E> ClientSide<E> {
                     }
                     entry.insert(Session {
                         socket: Arc::new(stream),
-                        io: ClientIo::new(READ_CHUNK),
+                        io: ClientIo::new(READ_CHUNK, self.limits.max_request_len()),
                         framing: Framing::default(),
                         closing: false,
                         arriving: false,

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Command, Request, Status};
 
 use super::merge::Merge;
-use super::reply::{primary_took, Answer, Finished};
+use super::reply::{primary_took, Answer, Finished, ReplyBytes};
 use super::rewrite::{Outgoing, Stage};
 use super::{next_failover, warm, win};
 use crate::measure::metrics::Outcome;
@@ -401,6 +401,24 @@ impl Exchange {
         cursors: &mut Vec<usize>,
         out: &mut Vec<u8>,
     ) -> Outcome {
+        let (outcome, bytes) = self.finish_relaying(request, input, &answer, addr, servers, cursors, out);
+        bytes.copy_into(answer, out);
+        outcome
+    }
+
+    /// As [`Exchange::finish`], except that a target's answer relayed as it came stays where it
+    /// is ([`ReplyBytes::Relayed`]), for an engine that can send it from there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_relaying<'b>(
+        &self,
+        request: &Request,
+        input: &[u8],
+        answer: impl Fn(usize) -> Answer<'b>,
+        addr: impl Fn(usize) -> SocketAddr,
+        servers: &impl Servers,
+        cursors: &mut Vec<usize>,
+        out: &mut Vec<u8>,
+    ) -> (Outcome, ReplyBytes) {
         if self.keyed_write && self.policy.repairs() {
             for (i, &server) in self.route.targets.iter().enumerate() {
                 if matches!(answer(i), Answer::Failed(_)) {
@@ -409,7 +427,7 @@ impl Exchange {
             }
         }
         if self.streamed {
-            return streamed_outcome(request, answer(0), out);
+            return (streamed_outcome(request, answer(0), out), ReplyBytes::Composed);
         }
         let finished = Finished {
             request,
@@ -420,7 +438,7 @@ impl Exchange {
             warm_read: self.stage == Stage::WarmRead,
             policy: self.policy,
         };
-        finished.reply(answer, addr, cursors, out)
+        finished.reply_relaying(answer, addr, cursors, out)
     }
 
     /// After a warm read whose replica had the value: the cold server and, in `out`, the `ms`

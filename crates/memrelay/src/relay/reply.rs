@@ -42,7 +42,9 @@ pub(crate) struct Finished<'a> {
 
 impl Finished<'_> {
     /// Writes the client's reply to `out` (cleared first) and says what it held. `answer(i)` is
-    /// target i's answer; `addr(s)` names server s; `cursors` is scratch.
+    /// target i's answer; `addr(s)` names server s; `cursors` is scratch. (The engines go
+    /// through [`Exchange::finish`](super::exchange::Exchange::finish); the tests ask here.)
+    #[cfg(test)]
     pub fn reply<'b>(
         &self,
         answer: impl Fn(usize) -> Answer<'b>,
@@ -50,7 +52,22 @@ impl Finished<'_> {
         cursors: &mut Vec<usize>,
         out: &mut Vec<u8>,
     ) -> Outcome {
+        let (outcome, bytes) = self.reply_relaying(&answer, addr, cursors, out);
+        bytes.copy_into(answer, out);
+        outcome
+    }
+
+    /// As [`Finished::reply`], except that a target's answer relayed as it came is not copied
+    /// into `out`: [`ReplyBytes::Relayed`] says where it is.
+    pub fn reply_relaying<'b>(
+        &self,
+        answer: impl Fn(usize) -> Answer<'b>,
+        addr: impl Fn(usize) -> SocketAddr,
+        cursors: &mut Vec<usize>,
+        out: &mut Vec<u8>,
+    ) -> (Outcome, ReplyBytes) {
         out.clear();
+        let mut relayed = None;
         let keys = self.request.key_count as u32;
         let mut outcome = Outcome { keys, ..Outcome::default() };
         if self.warm_read {
@@ -61,7 +78,7 @@ impl Finished<'_> {
             let hit =
                 super::warm::client_reply(self.request.key(self.input), replied.as_ref().map(|(r, b)| (r, *b)), out);
             (outcome.hits, outcome.misses) = (u32::from(hit), u32::from(!hit));
-            return outcome;
+            return (outcome, ReplyBytes::Composed);
         }
         let chosen = if self.plan == Plan::Split {
             // The first target answering keys whose reply is an error or whose exchange failed,
@@ -89,7 +106,7 @@ impl Finished<'_> {
                         if self.request.noreply {
                             out.clear();
                         }
-                        return outcome;
+                        return (outcome, ReplyBytes::Composed);
                     }
                 }
             } else {
@@ -108,9 +125,9 @@ impl Finished<'_> {
                 });
                 super::stats::gather(self.request.key(self.input), bodies, out);
             }
-            Some((_, Answer::Replied(reply, bytes))) => {
+            Some((i, Answer::Replied(reply, _))) => {
                 status = Some(reply.status);
-                out.extend_from_slice(&bytes[..reply.answer_len()]);
+                relayed = Some(ReplyBytes::Relayed { target: i, len: reply.answer_len() });
                 outcome.error = reply.status.is_error();
                 if self.request.command.is_retrieval() && reply.status == Status::End {
                     outcome.hits = reply.items;
@@ -144,13 +161,19 @@ impl Finished<'_> {
         }
         if self.request.too_large.is_some() {
             // The servers were asked to remove the old value; the reply is the refusal.
+            relayed = None;
             out.clear();
             ErrorReply::Server(TOO_LARGE).write_to(out);
             outcome.error = true;
             status = Some(Status::ServerError);
         }
-        if out.len() > crate::access::max_reply_bytes() {
+        let len = match relayed {
+            Some(ReplyBytes::Relayed { len, .. }) => len,
+            _ => out.len(),
+        };
+        if len > crate::access::max_reply_bytes() {
             // `--max-reply-bytes`: one request may not make memrelay send more than this.
+            relayed = None;
             out.clear();
             ErrorReply::Server(REPLY_TOO_LARGE).write_to(out);
             outcome.error = true;
@@ -159,9 +182,31 @@ impl Finished<'_> {
             crate::access::count_denial(crate::access::Reason::ReplyTooLarge, "a client", &what);
         }
         if self.request.noreply || status.is_some_and(|s| self.request.quiet_drops(s)) {
+            relayed = None;
             out.clear();
         }
-        outcome
+        (outcome, relayed.unwrap_or(ReplyBytes::Composed))
+    }
+}
+
+/// Where a finished request's reply is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplyBytes {
+    /// In the buffer the reply was composed into.
+    Composed,
+    /// The first `len` bytes of target `target`'s answer, exactly as it came: an engine sends
+    /// them from where they are rather than copying a large value once more.
+    Relayed { target: usize, len: usize },
+}
+
+impl ReplyBytes {
+    /// Appends relayed bytes to `out` (the composed reply is there already).
+    pub fn copy_into<'b>(self, answer: impl Fn(usize) -> Answer<'b>, out: &mut Vec<u8>) {
+        if let ReplyBytes::Relayed { target, len } = self {
+            if let Answer::Replied(_, bytes) = answer(target) {
+                out.extend_from_slice(&bytes[..len]);
+            }
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use memrelay_protocol::{parse_request, Command, Limits, Parse, Request};
 use super::requests::{answers, TargetResult};
 use super::thread::EventLoop;
 use super::upstream::{Outstanding, Upstream};
+use crate::client::io::SEND_DIRECT;
 use crate::measure::metrics::{kind_of, Outcome, Timestamps};
 use crate::relay::exchange::Step;
 use crate::upstream::failure::Failure;
@@ -25,10 +26,9 @@ impl EventLoop {
         let session = &mut self.clients.sessions[slot];
         let entry = self.inflight.get_mut(index);
         entry.client = Some(slot);
-        entry.input.extend_from_slice(&session.pending()[..request.consumed]);
         entry.times = Timestamps::at(session.io.arrival());
         entry.times.enqueue = now;
-        session.consume(request.consumed);
+        session.take(request.consumed, &mut entry.input);
         session.engine.queue.push_back(index);
         // The request is in flight now, no longer arriving.
         self.clients.note_arriving(slot);
@@ -96,7 +96,7 @@ impl EventLoop {
             } else {
                 let target = target as u16;
                 let outstanding = Outstanding { request: index, generation, target, expect, deadline, queued: now };
-                upstream.push(|out| outgoing.compose_for(server, out), outstanding);
+                upstream.push(entry.input.len() + 64, |out| outgoing.compose_for(server, out), outstanding);
                 if !self.dirty.contains(&server) {
                     self.dirty.push(server);
                 }
@@ -170,9 +170,10 @@ impl EventLoop {
 
     /// Moves the client's completed head replies, in order, to its socket.
     pub(super) fn deliver(&mut self, slot: usize) {
-        let Some(session) = self.clients.sessions.get_mut(slot) else { return };
         let mut written = None;
-        while let Some(&index) = session.engine.queue.front() {
+        loop {
+            let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+            let Some(&index) = session.engine.queue.front() else { break };
             let entry = self.inflight.get_mut(index);
             if !entry.done {
                 break;
@@ -181,7 +182,13 @@ impl EventLoop {
             if session.engine.barrier == Some(index) {
                 session.engine.barrier = None;
             }
-            session.io.output().extend_from_slice(&entry.reply);
+            let reply = entry.reply_bytes();
+            if reply.len() < SEND_DIRECT {
+                session.io.output().extend_from_slice(reply);
+            } else {
+                // A large value goes to the socket from where it is (not copied once more).
+                self.clients.send(self.poll.registry(), slot, reply);
+            }
             entry.times.reply_written = Instant::now();
             written = Some(entry.times.reply_written);
             if let Some(request) = entry.request.as_ref() {

@@ -14,7 +14,7 @@ use crate::buffer::clear_and_trim;
 use crate::measure::metrics::{Outcome, Timestamps};
 use crate::relay::exchange::Exchange;
 use crate::relay::merge::Merge;
-use crate::relay::reply::Answer;
+use crate::relay::reply::{Answer, ReplyBytes};
 use crate::upstream::failure::Failure;
 use crate::upstream::Servers;
 
@@ -49,7 +49,10 @@ pub(crate) struct InFlight {
     pub remaining: usize,
     pub times: Timestamps,
     pub sent: bool,
+    /// The client's reply, when composed (see `relayed`).
     pub reply: Vec<u8>,
+    /// The reply is a target's answer as it came, sent from its body rather than copied.
+    pub relayed: ReplyBytes,
     pub outcome: Outcome,
     pub done: bool,
     /// Counted among the requests inside memrelay (a client's request, reply not yet written).
@@ -75,6 +78,7 @@ impl InFlight {
             times: Timestamps::at(Instant::now()),
             sent: false,
             reply: Vec::new(),
+            relayed: ReplyBytes::Composed,
             outcome: Outcome::default(),
             done: false,
         }
@@ -103,6 +107,7 @@ impl InFlight {
             return false;
         }
         self.results[target] = result;
+        crate::buffer::reserve(&mut self.bodies[target], bytes.len());
         self.bodies[target].extend_from_slice(bytes);
         self.remaining -= 1;
         self.remaining == 0
@@ -117,7 +122,7 @@ impl InFlight {
     pub fn finish(&mut self, addrs: &[SocketAddr], servers: &impl Servers) {
         let request = self.request.as_ref().expect("an in-flight entry carries a request");
         let answer = answers(&self.results, &self.bodies);
-        self.outcome = self.exchange.finish(
+        (self.outcome, self.relayed) = self.exchange.finish_relaying(
             request,
             &self.input,
             answer,
@@ -127,6 +132,14 @@ impl InFlight {
             &mut self.reply,
         );
         self.done = true;
+    }
+
+    /// The client's reply bytes (once finished).
+    pub fn reply_bytes(&self) -> &[u8] {
+        match self.relayed {
+            ReplyBytes::Composed => &self.reply,
+            ReplyBytes::Relayed { target, len } => &self.bodies[target][..len],
+        }
     }
 }
 
@@ -194,6 +207,7 @@ impl Requests {
         entry.merge = None;
         entry.merged = None;
         clear_and_trim(&mut entry.reply, KEEP_CAPACITY);
+        entry.relayed = ReplyBytes::Composed;
         for body in &mut entry.bodies {
             clear_and_trim(body, KEEP_CAPACITY);
         }

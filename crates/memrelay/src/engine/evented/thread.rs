@@ -242,7 +242,11 @@ impl Scheduler for EventLoop {
         }
         // Requests that timed out are answered now, not after the next event.
         self.end_of_turn();
-        self.upstreams.iter().filter_map(Upstream::next_deadline).chain(next_handshake).min()
+        for upstream in &mut self.upstreams {
+            upstream.shrink_if_idle(now);
+        }
+        let upstreams = self.upstreams.iter().flat_map(|u| [u.next_deadline(), u.shrink_at()]).flatten();
+        upstreams.chain(next_handshake).min()
     }
 
     fn accept(&mut self) {

@@ -28,6 +28,10 @@ use crate::upstream::failure::Failure;
 use crate::upstream::tls::pump::{Pump, Round};
 
 const READ_CHUNK: usize = 64 * 1024;
+/// The most of a written batch's buffer a connection keeps for the next one, until it has been
+/// idle for [`IDLE_SHRINK`] (what it holds is bounded by the requests in flight).
+const BUSY_OUTPUT: usize = 8 * 1024 * 1024;
+const IDLE_SHRINK: Duration = Duration::from_secs(1);
 
 /// A request written (or about to be) on the connection, waiting for its reply.
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +115,7 @@ impl Upstream {
             stream: None,
             connected: false,
             backoff: Backoff::new(backoff::RECONNECT),
-            output: Vec::with_capacity(READ_CHUNK),
+            output: Vec::new(),
             written: 0,
             outstanding: VecDeque::with_capacity(256),
             unsent: 0,
@@ -246,9 +250,23 @@ impl Upstream {
         true
     }
 
-    /// Queues a request: `compose` appends its bytes to the connection's batch.
-    pub fn push(&mut self, compose: impl FnOnce(&mut Vec<u8>), entry: Outstanding) {
+    /// When an idle connection gives its batch buffer back ([`Upstream::shrink_if_idle`]).
+    pub fn shrink_at(&self) -> Option<Instant> {
+        (self.outstanding.is_empty() && self.output.capacity() > 0).then(|| self.last_used + IDLE_SHRINK)
+    }
+
+    /// Gives the batch buffer back once the connection has been idle for [`IDLE_SHRINK`].
+    pub fn shrink_if_idle(&mut self, now: Instant) {
+        if self.shrink_at().is_some_and(|at| at <= now) && self.written == self.output.len() {
+            crate::buffer::clear_and_trim(&mut self.output, 0);
+            self.written = 0;
+        }
+    }
+
+    /// Queues a request: `compose` appends its bytes (about `len`) to the connection's batch.
+    pub fn push(&mut self, len: usize, compose: impl FnOnce(&mut Vec<u8>), entry: Outstanding) {
         self.last_used = Instant::now();
+        crate::buffer::reserve(&mut self.output, len);
         compose(&mut self.output);
         self.outstanding.push_back(entry);
         self.unsent += 1;
@@ -280,7 +298,7 @@ impl Upstream {
             }
         }
         if self.written == self.output.len() {
-            crate::buffer::clear_and_trim(&mut self.output, 16 * READ_CHUNK);
+            crate::buffer::clear_and_trim(&mut self.output, BUSY_OUTPUT);
             self.written = 0;
         }
         let want = self.written < self.output.len() || self.tls.as_ref().is_some_and(Pump::wants_write);
