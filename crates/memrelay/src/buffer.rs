@@ -12,10 +12,11 @@ use std::time::Instant;
 /// buffers gave back, for the next ones to use (memcached keeps its read buffers in a
 /// per-thread cache the same way). Reusing them spares the allocator's fresh pages (a page
 /// fault and zeroing per 4 KiB) and a cold cache for every large value. Two sizes, so that
-/// small read buffers never push the large ones out: at most 8 of up to 16 KiB and 16 of up to
-/// 1 MiB per thread (16.1 MiB).
+/// small read buffers never push the large ones out: at most 8 of up to 16 KiB and 8 of up to
+/// 1 MiB per thread (8.1 MiB); an event loop gives its large ones back once idle
+/// ([`release_large_spares`]).
 const SMALL: Spares = Spares { min_len: 256, max_len: 16 * 1024, count: 8 };
-const LARGE: Spares = Spares { min_len: 16 * 1024 + 1, max_len: 1024 * 1024, count: 16 };
+const LARGE: Spares = Spares { min_len: 16 * 1024 + 1, max_len: 1024 * 1024, count: 8 };
 
 struct Spares {
     min_len: usize,
@@ -26,6 +27,13 @@ struct Spares {
 thread_local! {
     /// Each keeps its length: the bytes it had initialized (a read buffer's are all of it).
     static SPARE: std::cell::RefCell<[Vec<Vec<u8>>; 2]> = const { std::cell::RefCell::new([Vec::new(), Vec::new()]) };
+    /// Only an event loop keeps large spares (it frees them once idle); a pool worker does not.
+    static KEEPS_LARGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// This thread (an event loop) keeps large spares until [`release_large_spares`].
+pub fn keep_large_spares() {
+    KEEPS_LARGE.with(|keeps| keeps.set(true));
 }
 
 /// Keeps `buffer`'s memory among this thread's spares, or frees it (too small, too large, or
@@ -33,6 +41,9 @@ thread_local! {
 pub fn recycle(buffer: Vec<u8>) {
     let capacity = buffer.capacity();
     for (class, limits) in [SMALL, LARGE].iter().enumerate() {
+        if class == 1 && !KEEPS_LARGE.with(std::cell::Cell::get) {
+            return;
+        }
         if (limits.min_len..=limits.max_len).contains(&capacity) {
             SPARE.with(|spare| {
                 let spare = &mut spare.borrow_mut()[class];
@@ -43,6 +54,12 @@ pub fn recycle(buffer: Vec<u8>) {
             return;
         }
     }
+}
+
+/// Frees this thread's large spares (its loop went idle: a burst of large values does not keep
+/// their memory).
+pub fn release_large_spares() {
+    SPARE.with(|spare| spare.borrow_mut()[1] = Vec::new());
 }
 
 /// A spare of this thread with room for `len` bytes (as it was given back), if there is one.
@@ -251,6 +268,16 @@ impl ReadBuffer {
 /// request to request otherwise keeps the largest it ever held).
 pub fn clear_and_trim(buffer: &mut Vec<u8>, keep: usize) {
     if buffer.capacity() > keep {
+        *buffer = Vec::new();
+    } else {
+        buffer.clear();
+    }
+}
+
+/// As [`clear_and_trim`], giving the memory to this thread's spares ([`recycle`]): for an event
+/// loop, whose next large value likely needs as much.
+pub fn clear_and_recycle(buffer: &mut Vec<u8>, keep: usize) {
+    if buffer.capacity() > keep {
         recycle(std::mem::take(buffer));
     } else {
         buffer.clear();
@@ -347,6 +374,27 @@ mod tests {
         buffer.take(3, &mut into);
         assert_eq!(into, b"get");
         assert_eq!(buffer.pending(), b" k\r\n");
+    }
+
+    #[test]
+    fn large_spares_are_kept_by_an_event_loop_only_and_go_when_it_is_idle() {
+        let large = |n: usize| -> Vec<u8> { Vec::with_capacity(n) };
+        std::thread::spawn(move || {
+            recycle(large(100_000));
+            assert!(spare(100_000).is_none(), "a thread that is no loop keeps no large spare");
+            keep_large_spares();
+            for _ in 0..LARGE.count + 3 {
+                recycle(large(100_000));
+            }
+            recycle(large(LARGE.max_len + 1));
+            let kept = SPARE.with(|spare| spare.borrow()[1].len());
+            assert_eq!(kept, LARGE.count, "at most this many, none over the longest kept");
+            assert!(with_capacity(50_000).capacity() >= 100_000, "a spare serves a smaller need");
+            release_large_spares();
+            assert!(SPARE.with(|spare| spare.borrow()[1].is_empty()));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use memrelay_protocol::{Reply, Request};
 
-use crate::buffer::clear_and_trim;
+use crate::buffer::clear_and_recycle;
 use crate::measure::metrics::{Outcome, Timestamps};
 use crate::relay::exchange::Exchange;
 use crate::relay::merge::Merge;
@@ -202,14 +202,14 @@ impl Requests {
         entry.generation = entry.generation.wrapping_add(1);
         entry.client = None;
         // Entries are reused: one large request or reply must not keep its memory with them.
-        clear_and_trim(&mut entry.input, KEEP_CAPACITY);
+        clear_and_recycle(&mut entry.input, KEEP_CAPACITY);
         entry.request = None;
         entry.merge = None;
         entry.merged = None;
-        clear_and_trim(&mut entry.reply, KEEP_CAPACITY);
+        clear_and_recycle(&mut entry.reply, KEEP_CAPACITY);
         entry.relayed = ReplyBytes::Composed;
         for body in &mut entry.bodies {
-            clear_and_trim(body, KEEP_CAPACITY);
+            clear_and_recycle(body, KEEP_CAPACITY);
         }
         entry.done = false;
         entry.sent = false;

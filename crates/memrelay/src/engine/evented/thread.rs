@@ -164,6 +164,7 @@ impl EventLoop {
     }
 
     pub fn run(&mut self, shutdown: &AtomicBool, grace: Duration) -> io::Result<()> {
+        crate::buffer::keep_large_spares();
         event_loop::run(self, shutdown, grace)
     }
 
@@ -242,8 +243,13 @@ impl Scheduler for EventLoop {
         }
         // Requests that timed out are answered now, not after the next event.
         self.end_of_turn();
+        let mut shrunk = false;
         for upstream in &mut self.upstreams {
-            upstream.shrink_if_idle(now);
+            shrunk |= upstream.shrink_if_idle(now);
+        }
+        if shrunk && !self.upstreams.iter().any(Upstream::busy) {
+            // The loop has been idle for a while: the memory of its large values goes back.
+            crate::buffer::release_large_spares();
         }
         let upstreams = self.upstreams.iter().flat_map(|u| [u.next_deadline(), u.shrink_at()]).flatten();
         upstreams.chain(next_handshake).min()

@@ -255,12 +255,20 @@ impl Upstream {
         (self.outstanding.is_empty() && self.output.capacity() > 0).then(|| self.last_used + IDLE_SHRINK)
     }
 
-    /// Gives the batch buffer back once the connection has been idle for [`IDLE_SHRINK`].
-    pub fn shrink_if_idle(&mut self, now: Instant) {
-        if self.shrink_at().is_some_and(|at| at <= now) && self.written == self.output.len() {
-            crate::buffer::clear_and_trim(&mut self.output, 0);
+    /// Gives the batch buffer back once the connection has been idle for [`IDLE_SHRINK`]; says
+    /// whether it did.
+    pub fn shrink_if_idle(&mut self, now: Instant) -> bool {
+        let idle = self.shrink_at().is_some_and(|at| at <= now) && self.written == self.output.len();
+        if idle {
+            self.output = Vec::new();
             self.written = 0;
         }
+        idle
+    }
+
+    /// Requests are waiting for replies on the connection.
+    pub fn busy(&self) -> bool {
+        !self.outstanding.is_empty()
     }
 
     /// Queues a request: `compose` appends its bytes (about `len`) to the connection's batch.
@@ -298,7 +306,7 @@ impl Upstream {
             }
         }
         if self.written == self.output.len() {
-            crate::buffer::clear_and_trim(&mut self.output, BUSY_OUTPUT);
+            crate::buffer::clear_and_recycle(&mut self.output, BUSY_OUTPUT);
             self.written = 0;
         }
         let want = self.written < self.output.len() || self.tls.as_ref().is_some_and(Pump::wants_write);
