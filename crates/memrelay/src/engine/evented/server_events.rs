@@ -197,13 +197,25 @@ impl Downstream for Down<'_> {
     /// Only the head of its client's replies streams (what goes before it is written), and
     /// only a request whose policy lets its one answer pass as it is, or a split read's part
     /// (merged in key order: [`crate::relay::merge`]).
-    fn may_stream(&mut self, head: &Outstanding) -> Option<usize> {
+    fn may_stream(&mut self, head: &Outstanding, whole: Option<usize>) -> Option<usize> {
         let slot = self.client_of(head)?;
         let session = &mut self.clients.sessions[slot];
         let entry = self.inflight.get_mut(head.request);
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
         if session.engine.queue.front() != Some(&head.request) {
             return None;
+        }
+        if let Some(len) = whole {
+            // In already: straight to the client only, and only what it would get whole.
+            let straight = entry.merge.is_none()
+                && session.engine.streaming_from.is_none()
+                && entry.exchange.targets().len() == 1
+                && entry.exchange.may_stream(request)
+                && !entry.exchange.may_merge_stream(request)
+                && len <= crate::access::max_reply_bytes();
+            if !straight {
+                return None;
+            }
         }
         if entry.merge.is_none() && session.engine.streaming_from.is_none() && entry.exchange.may_merge_stream(request)
         {

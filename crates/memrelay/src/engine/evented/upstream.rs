@@ -87,7 +87,9 @@ pub(crate) trait Downstream {
     /// Whether `head`'s reply, too long to hold, may go on as it arrives (now): to its client,
     /// or into its part of a merged reply. `Some(limit)`: the most it may send (the
     /// `--max-reply-bytes` of a reply the client gets as it is; a part's is the merge's).
-    fn may_stream(&mut self, head: &Outstanding) -> Option<usize>;
+    /// `whole`: the reply is in already, this long; it streams only straight to its client and
+    /// within the limit (otherwise it is handled whole, as it would have been).
+    fn may_stream(&mut self, head: &Outstanding, whole: Option<usize>) -> Option<usize>;
     /// Bytes of `head`'s streaming reply for its client, and what reading does next.
     fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow;
 }
@@ -101,6 +103,10 @@ pub(crate) enum Flow {
     /// The client is gone: drop the rest of the reply.
     Discard,
 }
+
+/// A reply that arrived whole and is at least this long goes to its client from the
+/// connection's buffer when it may ([`Downstream::may_stream`]), rather than copied into its entry.
+const RELAY_IN_PLACE: usize = 16 * 1024;
 
 /// Idle time after which a connection is checked (one non-blocking peek) before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
@@ -418,7 +424,7 @@ impl Upstream {
                 self.parser_primed = true;
             }
             match self.parser.parse(self.input.pending()) {
-                Parse::Incomplete if self.input.len() >= STREAM_AFTER => match down.may_stream(&head) {
+                Parse::Incomplete if self.input.len() >= STREAM_AFTER => match down.may_stream(&head, None) {
                     Some(limit) => {
                         self.streaming = Some(Streaming::new(head.expect, self.max_value_len, limit));
                         self.discarding = false;
@@ -430,6 +436,18 @@ impl Upstream {
                 Parse::Incomplete => return Ok(()),
                 Parse::Invalid(_) => return Err(Failure::BadReply),
                 Parse::Complete(reply) => {
+                    // A long reply that may go to its client as it is goes from here, not
+                    // through the entry (one copy fewer): the stream takes it from the buffer.
+                    let relay = if reply.consumed >= RELAY_IN_PLACE {
+                        down.may_stream(&head, Some(reply.consumed))
+                    } else {
+                        None
+                    };
+                    if let Some(limit) = relay {
+                        self.streaming = Some(Streaming::new(head.expect, self.max_value_len, limit));
+                        self.discarding = false;
+                        continue;
+                    }
                     self.last_used = Instant::now();
                     self.outstanding.pop_front();
                     self.unsent = self.unsent.min(self.outstanding.len());
