@@ -106,7 +106,7 @@ pub(crate) enum Flow {
 
 /// A reply that arrived whole and is at least this long goes to its client from the
 /// connection's buffer when it may ([`Downstream::may_stream`]), rather than copied into its entry.
-const RELAY_IN_PLACE: usize = 16 * 1024;
+const RELAY_IN_PLACE: usize = 64 * 1024;
 
 /// Idle time after which a connection is checked (one non-blocking peek) before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
