@@ -206,8 +206,11 @@ impl Downstream for Down<'_> {
             return None;
         }
         if let Some(len) = whole {
-            // In already: straight to the client only, and only what it would get whole.
+            // In already: straight to the client only, only what it would get whole, and only
+            // what the client has room for (a reply that arrived whole never pauses the server
+            // connection for a slow reader: beyond this it is held in its entry, as before).
             let straight = entry.merge.is_none()
+                && session.io.unsent() + len <= CLIENT_BACKLOG
                 && session.engine.streaming_from.is_none()
                 && entry.exchange.targets().len() == 1
                 && entry.exchange.may_stream(request)
