@@ -14,10 +14,18 @@ its teardown then finds nothing).
 
 Needs root (namespaces, veths, tc, cgroups), Debian's sshd and a cpu cgroup controller;
 without them every test here is skipped with a message saying which.
+
+The names (``mrlt-``, ``mrlu-``, ``mrln-``) and subnets (10.231.8-10.0/24) are fixed and
+machine-wide, and `down` and the leftover checks go by prefix: two runs of this module at once
+on one machine (two checkouts' `make test`) would take down each other's testbed. So the module
+holds an exclusive lock (``fcntl.flock`` on LOCK_FILE) from its first test to its last; a second
+run waits for it (at most LOCK_WAIT_S, saying whom it waits for), then fails with a message
+naming the holder.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -36,6 +44,9 @@ from memrelay_lab.report._machines_section import machines_overview
 from memrelay_lab.results import summarize
 
 PREFIX, SUBNET = "mrlt-", "10.231.8.0/24"
+# Shared by every checkout on the machine (/run/lock is Debian's world-writable lock folder).
+LOCK_FILE = Path("/run/lock" if Path("/run/lock").is_dir() else "/tmp") / "memrelay-lab-test-testbed.lock"
+LOCK_WAIT_S = 900.0  # this module takes 3-5 minutes on a loaded 2-core machine
 RATE_MBIT = 20.0
 HOSTS = ("c1", "m1", "s1")  # clients, middleware, server (its link shaped)
 
@@ -60,8 +71,40 @@ def lab(*args: str, env: dict, timeout: float = 120, check: bool = True) -> subp
     return done
 
 
+@pytest.fixture(scope="module", autouse=True)
+def machine_wide_names():
+    """Holds LOCK_FILE for the whole module: no other run of it on this machine uses the same
+    prefixes and subnets meanwhile (see the module's docstring)."""
+    with open(LOCK_FILE, "a+") as lock:
+        deadline, said = time.monotonic() + LOCK_WAIT_S, False
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip() or "another process"
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{LOCK_FILE} still held after {LOCK_WAIT_S:.0f} s by {holder}: another run of "
+                                f"test_testbed.py uses the testbed names {PREFIX}, mrlu-, mrln- on this machine")
+                if not said:
+                    print(f"test_testbed: waiting for {LOCK_FILE} (held by {holder})", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(1.0)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()} ({Path.cwd()})\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.seek(0)
+            lock.truncate()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="module")
-def testbed(tmp_path_factory):
+def testbed(machine_wide_names, tmp_path_factory):
     skip_without_testbed()
     from memrelay_lab.testbed import HostPlan, Names, down, up
 
