@@ -43,17 +43,31 @@ def test_same_answers_as_memcached(name, direct, relay):
     assert want["ops"] >= 55 and len(want["reads"]) >= 20
 
 
+# The load's windows: LOAD_S, and LOAD_AGAIN_S only when the first did not reach LOAD_OPS.
+LOAD_S, LOAD_AGAIN_S = 2, 8
+LOAD_OPS = 50
+
+
 @pytest.mark.parametrize("name", sorted(CLIENTS))
 def test_load_through_memrelay(name, relay):
     client = built(CLIENTS[name])
-    got = client.run(relay.spec, "load", f"{name}-load:", timeout=RUN_TIMEOUT_S, seconds=2, keys=40)
-    assert got["errors"] == {}, got["errors"]
-    # The load ran (a JVM client on a loaded 2-core machine did 83 in its first second once).
-    assert got["ops"] > 50
-    assert got["stale_reads"] == 0
-    # Every value read is one this client wrote (values carry their key and sequence number).
-    for key, value in got["reads"].items():
-        assert value in got["attempted"].get(key, []), (key, value)
+    runs = []
+    for seconds in (LOAD_S, LOAD_AGAIN_S):
+        got = client.run(relay.spec, "load", f"{name}-load{len(runs)}:", timeout=RUN_TIMEOUT_S, seconds=seconds,
+                         keys=40)
+        runs.append(got["ops"])
+        assert got["errors"] == {}, got["errors"]
+        assert got["stale_reads"] == 0
+        # Every value read is one this client wrote (values carry their key and sequence number).
+        for key, value in got["reads"].items():
+            assert value in got["attempted"].get(key, []), (key, value)
+        # The load ran. How many operations fit in 2 s is the CPU share the client got, not
+        # memrelay's doing: a JVM client on a loaded 2-core machine did 83 in its first second
+        # once, and 31 in 2 s beside the lab and clippy. Then the load runs again, longer, with
+        # every check above on that run too.
+        if got["ops"] > LOAD_OPS:
+            break
+    assert runs[-1] > LOAD_OPS, f"{name}: operations in {LOAD_S} s, then in {LOAD_AGAIN_S} s: {runs}"
 
 
 @pytest.mark.proxy25
