@@ -67,6 +67,11 @@ def thread_role(thread_name: str) -> str:
 
 
 NETWORK_MARGIN_S = 0.25
+# How long `finish` waits past the interval's end for the sampler's last snapshot. Its socket
+# dump and /proc reads can take seconds on a starved machine: with 5 s, three runs of one
+# `make test` beside other work lost their cpu.json (NaN processor times and cores; three lab
+# tests failed). A snapshot that comes late still brackets the interval (its instant is kept).
+LAST_SNAPSHOT_GRACE_S = 30.0
 
 
 @dataclass
@@ -159,7 +164,7 @@ class CpuSampler:
     def finish(self) -> dict | None:
         """Waits for the last snapshot (the load has ended by then); None if one is missing."""
         if self._thread is not None:
-            self._thread.join(timeout=max(self.end - time.time(), 0.0) + 5.0)
+            self._thread.join(timeout=max(self.end - time.time(), 0.0) + LAST_SNAPSHOT_GRACE_S)
         self._stop.set()
         if self._first is None or self._last is None:
             return None
