@@ -387,29 +387,12 @@ impl Exchange {
         true
     }
 
-    /// Builds the client's reply into `out` from the last round's answers, after marking for
-    /// repair the key of a write that a target missed (failed, gated or timed out). `addr(s)`
-    /// names server s; `cursors` is scratch.
+    /// Builds the client's reply from the last round's answers ([`Finished::reply`]: into `out`,
+    /// or where a target's answer relayed as it came is), after marking for repair the key of a
+    /// write that a target missed (failed, gated or timed out). `addr(s)` names server s;
+    /// `cursors` is scratch.
     #[allow(clippy::too_many_arguments)]
     pub fn finish<'b>(
-        &self,
-        request: &Request,
-        input: &[u8],
-        answer: impl Fn(usize) -> Answer<'b>,
-        addr: impl Fn(usize) -> SocketAddr,
-        servers: &impl Servers,
-        cursors: &mut Vec<usize>,
-        out: &mut Vec<u8>,
-    ) -> Outcome {
-        let (outcome, bytes) = self.finish_relaying(request, input, &answer, addr, servers, cursors, out);
-        bytes.copy_into(answer, out);
-        outcome
-    }
-
-    /// As [`Exchange::finish`], except that a target's answer relayed as it came stays where it
-    /// is ([`ReplyBytes::Relayed`]), for an engine that can send it from there.
-    #[allow(clippy::too_many_arguments)]
-    pub fn finish_relaying<'b>(
         &self,
         request: &Request,
         input: &[u8],
@@ -438,7 +421,7 @@ impl Exchange {
             warm_read: self.stage == Stage::WarmRead,
             policy: self.policy,
         };
-        finished.reply_relaying(answer, addr, cursors, out)
+        finished.reply(answer, addr, cursors, out)
     }
 
     /// After a warm read whose replica had the value: the cold server and, in `out`, the `ms`
@@ -571,7 +554,8 @@ mod tests {
         let request = parse(line);
         let answers = answers(said);
         let mut out = Vec::new();
-        ex.finish(&request, line, answer_of(&answers), addr, servers, &mut Vec::new(), &mut out);
+        let (_, bytes) = ex.finish(&request, line, answer_of(&answers), addr, servers, &mut Vec::new(), &mut out);
+        bytes.copy_into(answer_of(&answers), &mut out);
         out
     }
 

@@ -41,25 +41,11 @@ pub(crate) struct Finished<'a> {
 }
 
 impl Finished<'_> {
-    /// Writes the client's reply to `out` (cleared first) and says what it held. `answer(i)` is
-    /// target i's answer; `addr(s)` names server s; `cursors` is scratch. (The engines go
-    /// through [`Exchange::finish`](super::exchange::Exchange::finish); the tests ask here.)
-    #[cfg(test)]
+    /// Writes the client's reply to `out` (cleared first) and says what it held, and where the
+    /// reply is: in `out`, or a target's answer relayed as it came ([`ReplyBytes::Relayed`],
+    /// not copied). `answer(i)` is target i's answer; `addr(s)` names server s; `cursors` is
+    /// scratch.
     pub fn reply<'b>(
-        &self,
-        answer: impl Fn(usize) -> Answer<'b>,
-        addr: impl Fn(usize) -> SocketAddr,
-        cursors: &mut Vec<usize>,
-        out: &mut Vec<u8>,
-    ) -> Outcome {
-        let (outcome, bytes) = self.reply_relaying(&answer, addr, cursors, out);
-        bytes.copy_into(answer, out);
-        outcome
-    }
-
-    /// As [`Finished::reply`], except that a target's answer relayed as it came is not copied
-    /// into `out`: [`ReplyBytes::Relayed`] says where it is.
-    pub fn reply_relaying<'b>(
         &self,
         answer: impl Fn(usize) -> Answer<'b>,
         addr: impl Fn(usize) -> SocketAddr,
@@ -299,6 +285,13 @@ mod tests {
         }
     }
 
+    /// The reply as the client gets it (a relayed answer copied after what was composed).
+    fn reply_of<'b>(finished: &Finished, answer: impl Fn(usize) -> Answer<'b>, out: &mut Vec<u8>) -> Outcome {
+        let (outcome, bytes) = finished.reply(&answer, addr, &mut Vec::new(), out);
+        bytes.copy_into(answer, out);
+        outcome
+    }
+
     fn addr(server: usize) -> SocketAddr {
         format!("127.0.0.1:{}", 11211 + server).parse().unwrap()
     }
@@ -334,12 +327,12 @@ mod tests {
         };
         let answer = |i: usize| Answer::Replied(reply(replies[i]), replies[i]);
         let mut out = Vec::new();
-        let outcome = finished.reply(answer, addr, &mut Vec::new(), &mut out);
+        let outcome = reply_of(&finished, answer, &mut out);
         assert_eq!(out, b"NOT_STORED\r\n");
         // NOT_STORED is the server's answer, not an error reply.
         assert!(!outcome.error);
         let failed = |i: usize| if i == 2 { Answer::Failed(Failure::Timeout) } else { answer(0) };
-        finished.reply(failed, addr, &mut Vec::new(), &mut out);
+        reply_of(&finished, failed, &mut out);
         assert_eq!(out, b"SERVER_ERROR server timeout (127.0.0.1:11212)\r\n");
     }
 
@@ -359,7 +352,7 @@ mod tests {
         };
         let answer = |i: usize| Answer::Replied(reply(bodies[i]), bodies[i]);
         let mut out = Vec::new();
-        let outcome = finished.reply(answer, addr, &mut Vec::new(), &mut out);
+        let outcome = reply_of(&finished, answer, &mut out);
         assert_eq!(out, b"VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nEND\r\n");
         assert_eq!((outcome.hits, outcome.misses), (2, 1));
 
@@ -374,7 +367,7 @@ mod tests {
             warm_read: false,
             policy: WritePolicy::All,
         };
-        finished.reply(|_| Answer::Failed(Failure::Reset), addr, &mut Vec::new(), &mut out);
+        reply_of(&finished, |_| Answer::Failed(Failure::Reset), &mut out);
         assert!(out.is_empty());
     }
 }

@@ -122,7 +122,7 @@ impl InFlight {
     pub fn finish(&mut self, addrs: &[SocketAddr], servers: &impl Servers) {
         let request = self.request.as_ref().expect("an in-flight entry carries a request");
         let answer = answers(&self.results, &self.bodies);
-        (self.outcome, self.relayed) = self.exchange.finish_relaying(
+        (self.outcome, self.relayed) = self.exchange.finish(
             request,
             &self.input,
             answer,

@@ -153,7 +153,7 @@ impl Worker {
         }
         job.times.last_reply = Instant::now();
         let (servers, results) = (&self.servers, &self.results);
-        let outcome = exchange.finish(
+        let (outcome, bytes) = exchange.finish(
             &request,
             &job.input,
             answers(servers, results),
@@ -162,6 +162,8 @@ impl Worker {
             &mut self.cursors,
             &mut job.reply,
         );
+        // A worker writes its replies from the job's buffer.
+        bytes.copy_into(answers(servers, results), &mut job.reply);
         write_to_client(job);
         job.times.reply_written = Instant::now();
         // Counted out at the instant its response time ends.
