@@ -231,7 +231,10 @@ impl<E> ClientSide<E> {
             listener,
             tls_listener: None,
             handshakes: VecDeque::new(),
-            sessions: Slab::with_capacity(1024),
+            // Room for every client this loop may take, reserved and not touched: only the slots
+            // in use become resident, and the slab never moves (growing by doubling copied it and
+            // left the old copies' pages to the trimmer).
+            sessions: Slab::with_capacity(max_clients),
             limits,
             max_clients,
             local,

@@ -108,8 +108,23 @@ fn clear(histogram: &mut Histogram<u64>) {
     }
 }
 
+/// A histogram of µs at 3 significant digits that starts small and grows to the highest value
+/// recorded into it or added to it (values are clamped to [`HISTOGRAM_MAX_US`] by [`record_us`]).
+/// Every thread's window holds 13 of them and most stay empty: sized for the whole range from the
+/// start, each would take 139 KiB of touched memory (a few MiB per thread before a client's first
+/// request); an empty one takes 16 KiB, one of sub-millisecond times 24 KiB.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, 3).expect("static histogram bounds are valid")
+    let mut histogram = Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds are valid");
+    histogram.auto(true);
+    histogram
+}
+
+/// Records `us` into a histogram of [`new_histogram`], clamped to 1 µs (its resolution floor)
+/// and [`HISTOGRAM_MAX_US`] (its growth stops there).
+#[inline]
+pub fn record_us(histogram: &mut Histogram<u64>, us: u64) {
+    // Cannot fail: it grows to hold any value up to the clamp.
+    let _ = histogram.record(us.clamp(1, HISTOGRAM_MAX_US));
 }
 
 /// Counters and histograms of one request kind.
@@ -158,9 +173,9 @@ impl KindStats {
         self.queue_us_sum += queue;
         self.service_us_sum += service;
         // Zero-length times are recorded as 1 µs: the histogram's resolution floor.
-        self.response.saturating_record(response.max(1));
-        self.queue.saturating_record(queue.max(1));
-        self.service.saturating_record(service.max(1));
+        record_us(&mut self.response, response);
+        record_us(&mut self.queue, queue);
+        record_us(&mut self.service, service);
     }
 
     pub fn add(&mut self, other: &KindStats) {
@@ -408,7 +423,7 @@ impl Recorder {
         self.make_room(server);
         let us = micros(took);
         self.window.per_server_latency_us_sum[server] += us;
-        self.window.per_server_latency[server].saturating_record(us.max(1));
+        record_us(&mut self.window.per_server_latency[server], us);
     }
 
     /// Grows the per-server counts for a server id a reload added.
@@ -431,4 +446,59 @@ impl Recorder {
 
 pub fn micros(duration: Duration) -> u64 {
     duration.as_micros().min(u128::from(u64::MAX)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The histogram sized for the whole range from the start, as before: the reference.
+    fn whole_range() -> Histogram<u64> {
+        Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, 3).unwrap()
+    }
+
+    #[test]
+    fn an_empty_histogram_is_small_and_grows_only_as_far_as_its_values() {
+        // HdrHistogram at 3 significant digits: 2,048 sub-buckets, the first bucket counted whole
+        // and each further one half (1,024 more counts per doubling of the range).
+        let mut histogram = new_histogram();
+        assert_eq!(histogram.distinct_values(), 2 * 1024);
+        assert_eq!(whole_range().distinct_values(), 17 * 1024);
+        record_us(&mut histogram, 900); // under 2,048 µs: no growth
+        assert_eq!(histogram.distinct_values(), 2 * 1024);
+        record_us(&mut histogram, 5_000); // 2,048 < 5,000 ≤ 8,191: two doublings
+        assert_eq!(histogram.distinct_values(), 4 * 1024);
+        record_us(&mut histogram, 3_600_000_000); // an hour: clamped to a minute
+        assert_eq!(histogram.distinct_values(), whole_range().distinct_values());
+        assert_eq!(histogram.max(), histogram.highest_equivalent(HISTOGRAM_MAX_US));
+        record_us(&mut histogram, 0); // the resolution floor
+        assert_eq!(histogram.min(), 1);
+    }
+
+    #[test]
+    fn merged_growing_histograms_agree_with_whole_range_ones() {
+        let values = [[3_u64, 70, 900, 1_500, 1_999], [12, 40_000, 2_500_000, 59_000_000, 5]];
+        let mut grown = [new_histogram(), new_histogram()];
+        let mut reference = [whole_range(), whole_range()];
+        for (i, values) in values.iter().enumerate() {
+            for &us in values {
+                record_us(&mut grown[i], us);
+                reference[i].saturating_record(us.max(1));
+            }
+        }
+        // The small one into the large one and the other way round: both fit.
+        let mut into_small = new_histogram();
+        merge(&mut into_small, &grown[0]);
+        merge(&mut into_small, &grown[1]);
+        let mut into_large = grown[1].clone();
+        merge(&mut into_large, &grown[0]);
+        let mut expected = reference[0].clone();
+        merge(&mut expected, &reference[1]);
+        for merged in [&into_small, &into_large] {
+            assert_eq!(merged.len(), 10);
+            for q in [0.1, 0.5, 0.7, 0.9, 1.0] {
+                assert_eq!(merged.value_at_quantile(q), expected.value_at_quantile(q), "q {q}");
+            }
+        }
+    }
 }
