@@ -148,7 +148,7 @@ impl Sources {
         for kind in Kind::ALL {
             let k = &totals.kinds[kind as usize];
             let labels = [("type", kind.name())];
-            histogram(&mut family.encode_family(&labels)?, &k.response, k.response_us_sum)?;
+            histogram(&mut family.encode_family(&labels)?, k.response.histogram(), k.response_us_sum)?;
         }
         one_counter(
             encoder,
@@ -232,7 +232,7 @@ impl Sources {
                 else {
                     continue;
                 };
-                histogram(&mut family.encode_family(&labels)?, latency, sum)?;
+                histogram(&mut family.encode_family(&labels)?, latency.histogram(), sum)?;
             }
         }
         Ok(())

@@ -71,17 +71,16 @@ pub struct StatsThread {
 fn response_hdr(window: &Window) -> Option<String> {
     use base64::Engine;
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
-    let mut all = crate::measure::metrics::new_histogram();
+    let mut all = crate::measure::metrics::Latencies::default();
     for kind in &window.kinds {
-        if !kind.response.is_empty() {
-            all.add(&kind.response).ok()?;
-        }
+        all.add(&kind.response);
     }
     if all.is_empty() {
         return None;
     }
+    let all = all.histogram();
     let mut bytes = Vec::new();
-    V2DeflateSerializer::new().serialize(&all, &mut bytes).ok()?;
+    V2DeflateSerializer::new().serialize(all, &mut bytes).ok()?;
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
@@ -363,10 +362,10 @@ fn kind_summary(stats: &KindStats, duration: f64) -> Value {
         "hits": stats.hits,
         "misses": stats.misses,
         "errors": stats.errors,
-        "response_us": distribution(&stats.response, stats.response_us_sum, stats.count),
-        "queue_us": distribution(&stats.queue, stats.queue_us_sum, stats.count),
-        "service_us": distribution(&stats.service, stats.service_us_sum, stats.count),
-        "response_histogram": buckets(&stats.response),
+        "response_us": distribution(stats.response.histogram(), stats.response_us_sum, stats.count),
+        "queue_us": distribution(stats.queue.histogram(), stats.queue_us_sum, stats.count),
+        "service_us": distribution(stats.service.histogram(), stats.service_us_sum, stats.count),
+        "response_histogram": buckets(stats.response.histogram()),
     })
 }
 

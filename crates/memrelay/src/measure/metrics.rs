@@ -92,39 +92,56 @@ pub struct Outcome {
 /// Highest latency a histogram holds (µs); larger values are clamped to it.
 const HISTOGRAM_MAX_US: u64 = 60_000_000;
 
-/// Adds `other` into `into`; an empty one costs nothing (adding walks every bucket, and most of
-/// a window's histograms are empty: kinds and servers a thread did not see).
-fn merge(into: &mut Histogram<u64>, other: &Histogram<u64>) {
-    if !other.is_empty() {
-        // Same bounds everywhere, so adding cannot fail.
-        let _ = into.add(other);
-    }
-}
-
-/// Empties a histogram; an empty one is left alone (resetting clears every bucket).
-fn clear(histogram: &mut Histogram<u64>) {
-    if !histogram.is_empty() {
-        histogram.reset();
-    }
-}
-
 /// A histogram of µs at 3 significant digits that starts small and grows to the highest value
-/// recorded into it or added to it (values are clamped to [`HISTOGRAM_MAX_US`] by [`record_us`]).
-/// Every thread's window holds 13 of them and most stay empty: sized for the whole range from the
-/// start, each would take 139 KiB of touched memory (a few MiB per thread before a client's first
-/// request); an empty one takes 16 KiB, one of sub-millisecond times 24 KiB.
+/// recorded into it or added to it (at most [`HISTOGRAM_MAX_US`]): sized for the whole range
+/// from the start it would take 139 KiB of touched memory; empty it takes 16 KiB, with
+/// sub-millisecond times in it 16 KiB, with times of up to 8 ms 32 KiB.
 pub fn new_histogram() -> Histogram<u64> {
     let mut histogram = Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds are valid");
     histogram.auto(true);
     histogram
 }
 
-/// Records `us` into a histogram of [`new_histogram`], clamped to 1 µs (its resolution floor)
-/// and [`HISTOGRAM_MAX_US`] (its growth stops there).
-#[inline]
-pub fn record_us(histogram: &mut Histogram<u64>, us: u64) {
-    // Cannot fail: it grows to hold any value up to the clamp.
-    let _ = histogram.record(us.clamp(1, HISTOGRAM_MAX_US));
+/// Response times of one kind (or one server) in a window: a histogram of [`new_histogram`]
+/// made at the first value. Every thread's windows hold 13 (3 per request kind, 1 per server)
+/// and most stay empty (kinds and servers the thread did not see this second): they cost nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Latencies(Option<Histogram<u64>>);
+
+impl Latencies {
+    /// Records `us`, clamped to 1 µs (the resolution floor) and [`HISTOGRAM_MAX_US`].
+    #[inline]
+    pub fn record(&mut self, us: u64) {
+        let histogram = self.0.get_or_insert_with(new_histogram);
+        // Cannot fail: it grows to hold any value up to the clamp.
+        let _ = histogram.record(us.clamp(1, HISTOGRAM_MAX_US));
+    }
+
+    /// Adds `other`'s values (an empty one costs nothing: adding walks every bucket).
+    pub fn add(&mut self, other: &Latencies) {
+        if let Some(theirs) = other.0.as_ref().filter(|h| !h.is_empty()) {
+            // Same layout everywhere, growing as needed: adding cannot fail.
+            let _ = self.0.get_or_insert_with(new_histogram).add(theirs);
+        }
+    }
+
+    /// Empties it, keeping its memory for the next window (resetting clears every bucket, so an
+    /// empty one is left alone).
+    pub fn clear(&mut self) {
+        if let Some(histogram) = self.0.as_mut().filter(|h| !h.is_empty()) {
+            histogram.reset();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(Histogram::is_empty)
+    }
+
+    /// The values as a histogram (one empty histogram shared by all that have none).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        static EMPTY: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+        self.0.as_ref().unwrap_or_else(|| EMPTY.get_or_init(new_histogram))
+    }
 }
 
 /// Counters and histograms of one request kind.
@@ -138,9 +155,9 @@ pub struct KindStats {
     pub response_us_sum: u64,
     pub queue_us_sum: u64,
     pub service_us_sum: u64,
-    pub response: Histogram<u64>,
-    pub queue: Histogram<u64>,
-    pub service: Histogram<u64>,
+    pub response: Latencies,
+    pub queue: Latencies,
+    pub service: Latencies,
 }
 
 impl KindStats {
@@ -154,9 +171,9 @@ impl KindStats {
             response_us_sum: 0,
             queue_us_sum: 0,
             service_us_sum: 0,
-            response: new_histogram(),
-            queue: new_histogram(),
-            service: new_histogram(),
+            response: Latencies::default(),
+            queue: Latencies::default(),
+            service: Latencies::default(),
         }
     }
 
@@ -173,9 +190,9 @@ impl KindStats {
         self.queue_us_sum += queue;
         self.service_us_sum += service;
         // Zero-length times are recorded as 1 µs: the histogram's resolution floor.
-        record_us(&mut self.response, response);
-        record_us(&mut self.queue, queue);
-        record_us(&mut self.service, service);
+        self.response.record(response);
+        self.queue.record(queue);
+        self.service.record(service);
     }
 
     pub fn add(&mut self, other: &KindStats) {
@@ -188,9 +205,9 @@ impl KindStats {
         self.queue_us_sum += other.queue_us_sum;
         self.service_us_sum += other.service_us_sum;
         // Same bounds everywhere, so adding cannot fail.
-        merge(&mut self.response, &other.response);
-        merge(&mut self.queue, &other.queue);
-        merge(&mut self.service, &other.service);
+        self.response.add(&other.response);
+        self.queue.add(&other.queue);
+        self.service.add(&other.service);
     }
 
     fn clear(&mut self) {
@@ -202,9 +219,9 @@ impl KindStats {
         self.response_us_sum = 0;
         self.queue_us_sum = 0;
         self.service_us_sum = 0;
-        clear(&mut self.response);
-        clear(&mut self.queue);
-        clear(&mut self.service);
+        self.response.clear();
+        self.queue.clear();
+        self.service.clear();
     }
 }
 
@@ -234,7 +251,7 @@ pub struct Window {
     pub per_server_failures: Vec<u64>,
     /// Per server: how long its answered exchanges took (request queued on the connection to
     /// reply read), in µs, and their sum.
-    pub per_server_latency: Vec<Histogram<u64>>,
+    pub per_server_latency: Vec<Latencies>,
     pub per_server_latency_us_sum: Vec<u64>,
     /// Queue length samples (one per enqueue): sum, count and max.
     pub queue_len_sum: u64,
@@ -252,7 +269,7 @@ impl Window {
             kinds: [KindStats::new(), KindStats::new(), KindStats::new(), KindStats::new()],
             per_server: vec![0; servers],
             per_server_failures: vec![0; servers],
-            per_server_latency: (0..servers).map(|_| new_histogram()).collect(),
+            per_server_latency: vec![Latencies::default(); servers],
             per_server_latency_us_sum: vec![0; servers],
             queue_len_sum: 0,
             queue_len_samples: 0,
@@ -265,7 +282,7 @@ impl Window {
         self.kinds.iter_mut().for_each(KindStats::clear);
         self.per_server.iter_mut().for_each(|c| *c = 0);
         self.per_server_failures.iter_mut().for_each(|c| *c = 0);
-        self.per_server_latency.iter_mut().for_each(clear);
+        self.per_server_latency.iter_mut().for_each(Latencies::clear);
         self.per_server_latency_us_sum.iter_mut().for_each(|c| *c = 0);
         self.queue_len_sum = 0;
         self.queue_len_samples = 0;
@@ -278,7 +295,7 @@ impl Window {
         if servers > self.per_server.len() {
             self.per_server.resize(servers, 0);
             self.per_server_failures.resize(servers, 0);
-            self.per_server_latency.resize_with(servers, new_histogram);
+            self.per_server_latency.resize_with(servers, Latencies::default);
             self.per_server_latency_us_sum.resize(servers, 0);
         }
     }
@@ -295,7 +312,7 @@ impl Window {
             *mine += theirs;
         }
         for (mine, theirs) in self.per_server_latency.iter_mut().zip(&other.per_server_latency) {
-            merge(mine, theirs);
+            mine.add(theirs);
         }
         for (mine, theirs) in self.per_server_latency_us_sum.iter_mut().zip(&other.per_server_latency_us_sum) {
             *mine += theirs;
@@ -423,7 +440,7 @@ impl Recorder {
         self.make_room(server);
         let us = micros(took);
         self.window.per_server_latency_us_sum[server] += us;
-        record_us(&mut self.window.per_server_latency[server], us);
+        self.window.per_server_latency[server].record(us);
     }
 
     /// Grows the per-server counts for a server id a reload added.
@@ -458,43 +475,51 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_histogram_is_small_and_grows_only_as_far_as_its_values() {
+    fn latencies_take_memory_at_their_first_value_and_grow_only_as_far_as_their_values() {
+        let mut latencies = Latencies::default();
+        assert!(latencies.0.is_none() && latencies.is_empty() && latencies.histogram().is_empty());
         // HdrHistogram at 3 significant digits: 2,048 sub-buckets, the first bucket counted whole
         // and each further one half (1,024 more counts per doubling of the range).
-        let mut histogram = new_histogram();
-        assert_eq!(histogram.distinct_values(), 2 * 1024);
         assert_eq!(whole_range().distinct_values(), 17 * 1024);
-        record_us(&mut histogram, 900); // under 2,048 µs: no growth
-        assert_eq!(histogram.distinct_values(), 2 * 1024);
-        record_us(&mut histogram, 5_000); // 2,048 < 5,000 ≤ 8,191: two doublings
-        assert_eq!(histogram.distinct_values(), 4 * 1024);
-        record_us(&mut histogram, 3_600_000_000); // an hour: clamped to a minute
-        assert_eq!(histogram.distinct_values(), whole_range().distinct_values());
+        latencies.record(900); // under 2,048 µs
+        let counts = |l: &Latencies| l.0.as_ref().unwrap().distinct_values();
+        assert_eq!(counts(&latencies), 2 * 1024);
+        latencies.record(5_000); // 2,048 < 5,000 ≤ 8,191: two doublings
+        assert_eq!(counts(&latencies), 4 * 1024);
+        latencies.record(3_600_000_000); // an hour: clamped to a minute
+        assert_eq!(counts(&latencies), whole_range().distinct_values());
+        let histogram = latencies.histogram();
         assert_eq!(histogram.max(), histogram.highest_equivalent(HISTOGRAM_MAX_US));
-        record_us(&mut histogram, 0); // the resolution floor
-        assert_eq!(histogram.min(), 1);
+        latencies.record(0); // the resolution floor
+        assert_eq!(latencies.histogram().min(), 1);
+        latencies.clear();
+        assert!(latencies.is_empty() && latencies.0.is_some(), "cleared, its memory kept");
+        // Adding an empty one makes none.
+        let mut other = Latencies::default();
+        other.add(&Latencies::default());
+        assert!(other.0.is_none());
     }
 
     #[test]
-    fn merged_growing_histograms_agree_with_whole_range_ones() {
+    fn added_latencies_agree_with_whole_range_histograms() {
         let values = [[3_u64, 70, 900, 1_500, 1_999], [12, 40_000, 2_500_000, 59_000_000, 5]];
-        let mut grown = [new_histogram(), new_histogram()];
+        let mut grown = [Latencies::default(), Latencies::default()];
         let mut reference = [whole_range(), whole_range()];
         for (i, values) in values.iter().enumerate() {
             for &us in values {
-                record_us(&mut grown[i], us);
-                reference[i].saturating_record(us.max(1));
+                grown[i].record(us);
+                reference[i].record(us).unwrap();
             }
         }
         // The small one into the large one and the other way round: both fit.
-        let mut into_small = new_histogram();
-        merge(&mut into_small, &grown[0]);
-        merge(&mut into_small, &grown[1]);
+        let mut into_none = Latencies::default();
+        into_none.add(&grown[0]);
+        into_none.add(&grown[1]);
         let mut into_large = grown[1].clone();
-        merge(&mut into_large, &grown[0]);
+        into_large.add(&grown[0]);
         let mut expected = reference[0].clone();
-        merge(&mut expected, &reference[1]);
-        for merged in [&into_small, &into_large] {
+        expected.add(&reference[1]).unwrap();
+        for merged in [into_none.histogram(), into_large.histogram()] {
             assert_eq!(merged.len(), 10);
             for q in [0.1, 0.5, 0.7, 0.9, 1.0] {
                 assert_eq!(merged.value_at_quantile(q), expected.value_at_quantile(q), "q {q}");
