@@ -3,7 +3,7 @@
 //! value from an up-to-date replica (`mg <key> v f t`) and stores it there with a plain set
 //! (`ms <key> <len> F<flags> T<ttl>`), or deletes it (`md <key>`) when the replica has none; for
 //! a restarted server it first copies, in add mode (`ME`: a value written since stays), every
-//! key that the other servers list in `lru_crawler metadump all` and that belongs on it.
+//! key that the other servers list in `lru_crawler metadump hash` and that belongs on it.
 //! It also turns a restart the health probe noticed into a resync. Bounded per turn
 //! ([`BATCH`]) and by the server timeout per exchange; it stops with the shutdown flag. With TLS
 //! to the servers its connections are TLS too ([`crate::upstream::tls`]).
@@ -256,7 +256,7 @@ impl RepairThread {
         for source in sources {
             let endpoint = self.registry.endpoint(source);
             let peer = self.tls.as_ref().map(|tls| tls.peer(&endpoint));
-            let Ok(keys) = metadump(endpoint.addr, peer.as_ref(), timeout) else { return false };
+            let Some(keys) = every_key(endpoint.addr, peer.as_ref(), timeout) else { return false };
             for key in keys {
                 generation.router.write_targets(&key, &mut replicas);
                 if !replicas.contains(&target) {
@@ -287,31 +287,72 @@ fn wire_key(key: &[u8]) -> (Vec<u8>, bool) {
     }
 }
 
-/// Every key `addr` holds, from `lru_crawler metadump all` (`key=<url-escaped> exp=… …` lines,
-/// then `END`), over TLS with `tls`. Fails on a busy crawler, an error line, a line too long or a
-/// timeout.
-fn metadump(addr: SocketAddr, tls: Option<&Peer>, timeout: Duration) -> Result<Vec<Vec<u8>>, ()> {
-    let mut stream = blocking::connect(addr, tls, timeout).map_err(drop)?;
-    stream.set_read_timeout(Some(timeout)).map_err(drop)?;
-    stream.set_write_timeout(Some(timeout)).map_err(drop)?;
-    stream.write_all(b"lru_crawler metadump all\r\n").map_err(drop)?;
-    stream.flush().map_err(drop)?;
+/// How a metadump walks the server's items.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// `lru_crawler metadump hash` (memcached 1.6.9 and later): the hash table, bucket by bucket,
+    /// with its expansion held off, so every item present throughout the walk is listed once.
+    Hash,
+    /// `lru_crawler metadump all`: the LRUs. memcached calls it "(most of)" the items: one that
+    /// moves between LRUs during the walk (the LRU maintainer moves the ones being read) can be
+    /// missed, and a resync from it left a restarted replica without a key under load. Only for
+    /// servers that do not know `hash`.
+    Lru,
+}
+
+/// Why a metadump gave no keys.
+enum Dump {
+    /// The server does not know the walk asked for (an older memcached: `BADCLASS`, an error).
+    Refused,
+    /// Busy crawler, a line too long or malformed, a timeout, a closed connection.
+    Failed,
+}
+
+/// Every key `addr` holds: from a hash-table walk, or where the server does not know that walk
+/// (memcached before 1.6.9), from the LRU walk.
+fn every_key(addr: SocketAddr, tls: Option<&Peer>, timeout: Duration) -> Option<Vec<Vec<u8>>> {
+    match metadump(addr, tls, timeout, Walk::Hash) {
+        Ok(keys) => Some(keys),
+        Err(Dump::Refused) => metadump(addr, tls, timeout, Walk::Lru).ok(),
+        Err(Dump::Failed) => None,
+    }
+}
+
+fn failed<E>(_: E) -> Dump {
+    Dump::Failed
+}
+
+/// Every key `addr` holds, from `lru_crawler metadump hash|all` (`key=<url-escaped> exp=… …`
+/// lines, then `END`), over TLS with `tls`.
+fn metadump(addr: SocketAddr, tls: Option<&Peer>, timeout: Duration, walk: Walk) -> Result<Vec<Vec<u8>>, Dump> {
+    let mut stream = blocking::connect(addr, tls, timeout).map_err(failed)?;
+    stream.set_read_timeout(Some(timeout)).map_err(failed)?;
+    stream.set_write_timeout(Some(timeout)).map_err(failed)?;
+    let command: &[u8] = match walk {
+        Walk::Hash => b"lru_crawler metadump hash\r\n",
+        Walk::Lru => b"lru_crawler metadump all\r\n",
+    };
+    stream.write_all(command).map_err(failed)?;
+    stream.flush().map_err(failed)?;
     let mut reader = BufReader::new(stream);
     let mut keys = Vec::new();
     let mut line = Vec::new();
     loop {
         line.clear();
-        let n = reader.by_ref().take(MAX_DUMP_LINE as u64).read_until(b'\n', &mut line).map_err(drop)?;
+        let n = reader.by_ref().take(MAX_DUMP_LINE as u64).read_until(b'\n', &mut line).map_err(failed)?;
         if n == 0 || !line.ends_with(b"\n") {
-            return Err(());
+            return Err(Dump::Failed);
         }
         let text = line.strip_suffix(b"\r\n").or_else(|| line.strip_suffix(b"\n")).unwrap_or(&line);
         if text == b"END" {
             return Ok(keys);
         }
-        let Some(rest) = text.strip_prefix(b"key=") else { return Err(()) };
+        let Some(rest) = text.strip_prefix(b"key=") else {
+            let refused = [&b"BADCLASS"[..], b"CLIENT_ERROR", b"ERROR"].iter().any(|e| text.starts_with(e));
+            return Err(if keys.is_empty() && refused { Dump::Refused } else { Dump::Failed });
+        };
         let escaped = rest.split(|&b| b == b' ').next().unwrap_or_default();
-        keys.push(unescape(escaped).ok_or(())?);
+        keys.push(unescape(escaped).ok_or(Dump::Failed)?);
     }
 }
 
@@ -343,5 +384,52 @@ mod tests {
         assert_eq!(unescape(b"bad%4"), None);
         assert_eq!(wire_key(b"k"), (b"k".to_vec(), false));
         assert_eq!(wire_key(b"a b"), (b"YSBi".to_vec(), true));
+    }
+
+    /// A server that answers each metadump command its own way, one connection per command
+    /// (an older memcached refusing `hash`, a busy crawler, a dump cut off): what no memcached
+    /// installed here says.
+    fn server(answers: &'static [(&'static str, &'static str)]) -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            for stream in listener.incoming().take(answers.len()) {
+                let mut stream = stream.unwrap();
+                let mut line = String::new();
+                BufReader::new(&stream).read_line(&mut line).unwrap();
+                let answer =
+                    answers.iter().find(|(command, _)| line.trim_end() == *command).map_or("ERROR\r\n", |a| a.1);
+                stream.write_all(answer.as_bytes()).unwrap();
+            }
+        });
+        addr
+    }
+
+    const TIMEOUT: Duration = Duration::from_secs(5);
+    const KEYS: &str =
+        "key=a exp=-1 la=1 cas=1 fetch=no cls=1 size=61\nkey=b%20c exp=-1 la=1 cas=2 fetch=no cls=1 size=61\nEND\r\n";
+
+    #[test]
+    fn the_hash_walk_is_asked_first_and_the_lru_walk_only_where_it_is_refused() {
+        // memcached 1.6.9 and later: the hash walk answers, the LRU walk is never asked.
+        let addr = server(&[("lru_crawler metadump hash", KEYS)]);
+        assert_eq!(every_key(addr, None, TIMEOUT), Some(vec![b"a".to_vec(), b"b c".to_vec()]));
+        // Older: `hash` read as a class id list.
+        let addr = server(&[
+            ("lru_crawler metadump hash", "BADCLASS invalid class id\r\n"),
+            ("lru_crawler metadump all", KEYS),
+        ]);
+        assert_eq!(every_key(addr, None, TIMEOUT), Some(vec![b"a".to_vec(), b"b c".to_vec()]));
+        // A busy crawler or a dump cut off is a failure (the resync is tried again), not a refusal.
+        let addr = server(&[
+            ("lru_crawler metadump hash", "BUSY currently processing crawler request\r\n"),
+            ("lru_crawler metadump all", KEYS),
+        ]);
+        assert_eq!(every_key(addr, None, TIMEOUT), None);
+        let addr = server(&[
+            ("lru_crawler metadump hash", "key=a exp=-1 la=1\nERROR\r\n"),
+            ("lru_crawler metadump all", KEYS),
+        ]);
+        assert_eq!(every_key(addr, None, TIMEOUT), None);
     }
 }

@@ -16,7 +16,7 @@
 //!   and copied again, so the last acknowledged write is what stays.
 //! - a server that **restarted** (its `pid` changed: [`crate::upstream::health`]) lost everything it had;
 //!   a full resync copies every key of an up-to-date replica that the restarted server holds a
-//!   copy of (memcached's `lru_crawler metadump all` lists them) in add mode, then the set.
+//!   copy of (memcached's `lru_crawler metadump hash` lists them) in add mode, then the set.
 //!
 //! The set is bounded (`--repair-max-keys`): a key beyond the bound is counted as dropped and the
 //! server is flushed and fully resynced instead, so nothing stale survives an overflow. Counts

@@ -13,7 +13,7 @@ use super::thread::{EventLoop, Replies};
 use super::upstream::{Downstream, Flow, Outstanding};
 use crate::client::ClientSide;
 use crate::measure::metrics::Recorder;
-use crate::relay::stream::CLIENT_BACKLOG;
+use crate::relay::stream::{CLIENT_BACKLOG, HOLD_LIMIT};
 use crate::upstream::failure::Failure;
 
 impl EventLoop {
@@ -229,7 +229,11 @@ impl Downstream for Down<'_> {
             // The merge enforces the reply limit across the parts.
             return Some(usize::MAX);
         }
+        // A client already behind on its replies gets no new stream: its reply is held whole
+        // (as one that arrived whole is), so that the shared server connection is not paused
+        // for it and the requests of other clients behind it are not held up.
         let streams = session.engine.streaming_from.is_none()
+            && session.io.unsent() <= CLIENT_BACKLOG
             && entry.exchange.targets().len() == 1
             && entry.exchange.may_stream(request);
         if streams {
@@ -258,7 +262,11 @@ impl Downstream for Down<'_> {
         self.clients.send(self.registry, slot, bytes);
         match self.clients.sessions.get(slot) {
             Some(session) if session.io.broken => Flow::Discard,
-            Some(session) if session.io.unsent() > CLIENT_BACKLOG => Flow::Pause,
+            // A stream starts only for a client within its backlog (`may_stream`), and pauses
+            // only past one value more: a client that stops reading holds up the shared server
+            // connection for a reply of many values, never for its first (one value, or the
+            // rest of one, is at most what a held reply takes).
+            Some(session) if session.io.unsent() > CLIENT_BACKLOG + self.max_value_len.min(HOLD_LIMIT) => Flow::Pause,
             Some(_) => Flow::Go,
             None => Flow::Discard,
         }
