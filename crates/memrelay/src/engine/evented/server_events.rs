@@ -209,12 +209,10 @@ impl Downstream for Down<'_> {
             // In already: straight to the client only, only what it would get whole, and only
             // what the client has room for (a reply that arrived whole never pauses the server
             // connection for a slow reader: beyond this it is held in its entry, as before).
+            // (What any stream needs is checked below.)
             let straight = entry.merge.is_none()
-                && session.io.unsent() + len <= CLIENT_BACKLOG
-                && session.engine.streaming_from.is_none()
-                && entry.exchange.targets().len() == 1
-                && entry.exchange.may_stream(request)
                 && !entry.exchange.may_merge_stream(request)
+                && session.io.unsent() + len <= CLIENT_BACKLOG
                 && len <= crate::access::max_reply_bytes();
             if !straight {
                 return None;
