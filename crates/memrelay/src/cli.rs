@@ -139,6 +139,12 @@ pub struct Args {
     #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub max_in_flight: u16,
 
+    /// Bytes memrelay holds for one client (replies waiting, parts of a merge, a request being
+    /// read) before it stops reading the client's requests; past this plus one value the client
+    /// is cut off (counted as clients_cut_off) rather than a shared server connection paused
+    #[arg(long, default_value_t = 4 * 1024 * 1024, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(65536..))]
+    pub client_budget_bytes: u64,
+
     /// Largest value accepted in a storage command (memcached's default item size).
     #[arg(long, default_value_t = 1024 * 1024, value_name = "BYTES")]
     pub max_value_size: usize,
@@ -379,6 +385,7 @@ impl Args {
                 max_clients: self.max_clients,
                 max_value_size: self.max_value_size,
                 max_in_flight: usize::from(self.max_in_flight),
+                client_budget: usize::try_from(self.client_budget_bytes).unwrap_or(usize::MAX),
             },
             measurement: Measurement {
                 stats_dir: self.stats_dir,

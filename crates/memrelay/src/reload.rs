@@ -143,6 +143,7 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("max-clients", &was.limits.max_clients, &now.limits.max_clients);
     compare("max-value-size", &was.limits.max_value_size, &now.limits.max_value_size);
     compare("max-in-flight", &was.limits.max_in_flight, &now.limits.max_in_flight);
+    compare("client-budget-bytes", &was.limits.client_budget, &now.limits.client_budget);
     compare("stats-dir", &was.measurement.stats_dir, &now.measurement.stats_dir);
     compare("stats-window", &was.measurement.window, &now.measurement.window);
     compare("request-log-sample", &was.measurement.request_log_sample, &now.measurement.request_log_sample);

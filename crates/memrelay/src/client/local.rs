@@ -168,6 +168,10 @@ impl LocalAnswers {
             compose::stat(out, &format!("login_failures:{peer}"), failures);
         }
         compose::stat(out, "conn_yields", access::yields());
+        // The byte budget per client (crate::client::budget).
+        compose::stat(out, "client_budget_pauses", crate::client::budget::pauses());
+        compose::stat(out, "clients_cut_off", crate::client::budget::cut_off());
+        compose::stat(out, "client_bytes_held", crate::client::budget::held());
         for (i, name) in names.iter().enumerate() {
             compose::stat(out, &format!("server_{i}_address"), name);
             compose::stat(out, &format!("server_{i}_requests"), totals.per_server.get(i).copied().unwrap_or(0));

@@ -9,6 +9,7 @@
 //! - [`io`]: a connection's byte plumbing (read until drained, write until full).
 //! - [`local`]: the commands memrelay answers itself.
 
+pub mod budget;
 mod framing;
 pub(crate) mod io;
 pub(crate) mod local;
@@ -29,6 +30,7 @@ use mio::{Interest, Registry, Token};
 use slab::Slab;
 
 use crate::access::{self, Guard, LoginStep};
+use budget::Budget;
 use io::{ClientIo, ReadLimit};
 use local::LocalAnswers;
 use tls::{SharedConfig, TlsSession};
@@ -46,10 +48,6 @@ pub(crate) const CLIENT_TOKENS: usize = usize::MAX / 2;
 /// A client's first read offers this much room; the buffer doubles while a long request needs
 /// more, and is given back whole when the client goes idle ([`io::ClientIo::consume`]).
 const READ_CHUNK: usize = 4 * 1024;
-/// Reply bytes a client may leave unread before memrelay stops reading its requests (it resumes
-/// once the client has read them): what a client that never reads costs at most, plus the
-/// replies of the requests it already has in flight.
-pub(crate) const MAX_UNSENT: usize = 4 * 1024 * 1024;
 /// How soon to try accepting again after running out of descriptors (no new event would say).
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
@@ -67,6 +65,11 @@ pub(crate) struct Session<E> {
     guard: Guard,
     /// A client of the TLS listener: its bytes go through rustls ([`tls`]).
     tls: Option<Box<TlsSession>>,
+    /// Bytes the engine holds for the client beyond its output (replies of its requests in
+    /// flight, parts of a merge): they count against its budget ([`budget`]).
+    pub held: usize,
+    /// Reading stopped at the budget (counted once each time it does).
+    over_budget: bool,
     /// What the engine keeps per client.
     pub engine: E,
 }
@@ -85,15 +88,29 @@ impl<E> Session<E> {
         self.io.take(n, into);
     }
 
-    /// Whether the client has left so many replies unread that no more requests are taken.
-    pub fn backed_up(&self) -> bool {
-        self.io.unsent() > MAX_UNSENT
+    /// Every byte memrelay holds for the client: its replies waiting for the socket and what
+    /// the engine holds for it.
+    pub fn held(&self) -> usize {
+        self.io.unsent() + self.held
     }
 
-    /// The next request (see [`Framing::next`]); none while the client has not read its replies
-    /// (back-pressure) or is closing.
-    pub fn next_request(&mut self, limits: &Limits, local: &LocalAnswers) -> Next {
-        if self.closing || self.io.broken || self.backed_up() {
+    /// Whether the client holds more than its budget: no more of its requests are taken.
+    pub fn backed_up(&self, budget: &Budget) -> bool {
+        budget.spent(self.held())
+    }
+
+    /// The next request (see [`Framing::next`]); none while the client holds more than its
+    /// budget (back-pressure) or is closing.
+    pub fn next_request(&mut self, limits: &Limits, budget: &Budget, local: &LocalAnswers) -> Next {
+        if self.closing || self.io.broken {
+            return Next::Wait;
+        }
+        let over = self.backed_up(budget);
+        if over && !self.over_budget {
+            budget::count_pause();
+        }
+        self.over_budget = over;
+        if over {
             return Next::Wait;
         }
         let guarded = !self.guard.open(local.access());
@@ -207,6 +224,8 @@ pub(crate) struct ClientSide<E> {
     handshakes: VecDeque<(Instant, usize)>,
     pub sessions: Slab<Session<E>>,
     pub limits: Limits,
+    /// What each client may make memrelay hold.
+    pub budget: Budget,
     /// Most clients of the whole process (every loop's clients count).
     max_clients: usize,
     pub local: LocalAnswers,
@@ -221,6 +240,7 @@ impl<E> ClientSide<E> {
         registry: &Registry,
         mut listener: Option<TcpListener>,
         limits: Limits,
+        budget: Budget,
         max_clients: usize,
         local: LocalAnswers,
     ) -> std::io::Result<ClientSide<E>> {
@@ -236,6 +256,7 @@ impl<E> ClientSide<E> {
             // left the old copies' pages to the trimmer).
             sessions: Slab::with_capacity(max_clients),
             limits,
+            budget,
             max_clients,
             local,
             accept_retry_at: None,
@@ -311,6 +332,8 @@ impl<E> ClientSide<E> {
                         arriving: false,
                         guard: Guard::new(self.local.access()),
                         tls: session_tls,
+                        held: 0,
+                        over_budget: false,
                         engine: state(),
                     });
                 }

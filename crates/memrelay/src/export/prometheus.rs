@@ -114,6 +114,24 @@ impl Collector for Sources {
             "logins refused unchecked: their address had failed too often",
             crate::access::throttle::throttled(),
         )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_client_budget_pauses",
+            "times a client's requests stopped being read because it held more than its byte budget",
+            crate::client::budget::pauses(),
+        )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_clients_cut_off",
+            "clients cut off for holding more than their budget and one value (or never taking a paused reply)",
+            crate::client::budget::cut_off(),
+        )?;
+        one_gauge(
+            &mut encoder,
+            "memrelay_client_bytes_held",
+            "bytes memrelay holds for its clients now (replies waiting, merges, requests being read)",
+            crate::client::budget::held() as f64,
+        )?;
         self.encode_requests(&mut encoder)?;
         self.encode_servers(&mut encoder)?;
         encode_cpu(&mut encoder)

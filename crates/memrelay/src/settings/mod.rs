@@ -289,6 +289,8 @@ pub struct ClientLimits {
     /// Requests one client may have in flight (evented engine; the pool serves one at a time):
     /// beyond it the rest of its pipeline waits unread.
     pub max_in_flight: usize,
+    /// Bytes held for one client before its requests are no longer read ([`crate::client::budget`]).
+    pub client_budget: usize,
 }
 
 #[derive(Debug, Clone)]

@@ -11,12 +11,16 @@
 //! is the wait for the loop's batched write), last_reply = the last target's reply parsed,
 //! reply_written = handed to the client socket.
 //!
-//! - [`thread`]: one loop thread, its clients and the event-loop hooks.
-//! - [`lifecycle`]: a request from parsed to delivered (targets, failover, cas copies).
-//! - [`server_events`]: the server connections' events, failures and timeouts.
+//! - [`thread`]: one loop thread: a request from parsed to delivered, and the dispatch of a
+//!   turn's work (its events put what they completed on the turn's lists).
+//! - [`clients`]: what the loop keeps per client; [`connections`]: the loop's connections to the
+//!   servers (one shared per server, more only while one is paused for a single client).
+//! - [`server_events`]: the server connections' events, failures and timeouts, and the no-pause
+//!   rule; [`merged`]: a split read's reply merged in key order.
 //! - [`requests`]: the in-flight entries; [`upstream`]: one server connection.
 
-mod lifecycle;
+mod clients;
+mod connections;
 mod merged;
 mod requests;
 mod server_events;

@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use memrelay_protocol::{Reply, Request};
 
+use super::merged::MergedReply;
 use crate::buffer::clear_and_recycle;
 use crate::measure::metrics::{Outcome, Timestamps};
 use crate::relay::exchange::Exchange;
-use crate::relay::merge::Merge;
 use crate::relay::reply::{Answer, ReplyBytes};
 use crate::upstream::failure::Failure;
 use crate::upstream::Servers;
@@ -38,15 +38,16 @@ pub(crate) struct InFlight {
     pub results: Vec<TargetResult>,
     /// Each target's reply bytes.
     pub bodies: Vec<Vec<u8>>,
+    /// The connection each target's request went out on.
+    pub conns: Vec<usize>,
     /// Scratch for coalescing a split: each server's read position.
     cursors: Vec<usize>,
-    /// A split read's reply streaming to the client in key order ([`crate::relay::merge`]):
-    /// the parts' bytes arrive in `bodies`, `taken[p]` of part p's are consumed.
-    pub merge: Option<Merge>,
-    pub taken: Vec<usize>,
-    /// How the merged reply ended (through, or cut off), once it has.
-    pub merged: Option<Reply>,
+    /// A split read's reply streaming to the client in key order: the parts' bytes arrive in
+    /// `bodies` ([`MergedReply`]).
+    pub merge: Option<MergedReply>,
     pub remaining: usize,
+    /// Bytes of this entry charged to its client's budget ([`Requests::recharge`]).
+    charged: usize,
     pub times: Timestamps,
     pub sent: bool,
     /// The client's reply, when composed (see `relayed`).
@@ -70,11 +71,11 @@ impl InFlight {
             exchange: Exchange::default(),
             results: Vec::new(),
             bodies: Vec::new(),
+            conns: Vec::new(),
             cursors: Vec::new(),
             merge: None,
-            taken: Vec::new(),
-            merged: None,
             remaining: 0,
+            charged: 0,
             times: Timestamps::at(Instant::now()),
             sent: false,
             reply: Vec::new(),
@@ -96,8 +97,8 @@ impl InFlight {
         for body in &mut self.bodies[from..n] {
             body.clear();
         }
-        self.taken.clear();
-        self.taken.resize(n, 0);
+        self.conns.truncate(from);
+        self.conns.resize(n, usize::MAX);
         self.remaining = n - from;
     }
 
@@ -115,7 +116,18 @@ impl InFlight {
 
     /// Part `part`'s bytes of a merged reply not yet consumed.
     pub fn unconsumed(&self, part: usize) -> usize {
-        self.bodies[part].len() - self.taken[part]
+        self.merge.as_ref().map_or(self.bodies[part].len(), |m| m.unconsumed(&self.bodies, part))
+    }
+
+    /// Whether the merged reply is over (through, or cut off): the rest of its parts is dropped.
+    pub fn merge_ended(&self) -> bool {
+        self.merge.as_ref().is_some_and(|m| m.ended().is_some())
+    }
+
+    /// Bytes this entry holds for its client: the request, the reply, the parts not consumed.
+    fn held(&self) -> usize {
+        let bodies: usize = (0..self.bodies.len()).map(|p| self.unconsumed(p)).sum();
+        self.input.len() + self.reply.len() + bodies
     }
 
     /// Builds the client's reply from the targets' answers (all are in).
@@ -175,6 +187,24 @@ impl Requests {
         }
     }
 
+    /// Brings what entry `index` charges its client (`held`, the engine's share of the client's
+    /// budget) up to date after its bytes changed; returns the client's new total.
+    pub fn recharge(&mut self, index: usize, held: &mut usize) -> usize {
+        let entry = &mut self.entries[index];
+        let now = entry.held();
+        *held = (*held + now).saturating_sub(entry.charged);
+        entry.charged = now;
+        *held
+    }
+
+    /// Takes entry `index`'s charge off its client (`held`): the reply went out, or the client
+    /// left.
+    pub fn discharge(&mut self, index: usize, held: &mut usize) {
+        let entry = &mut self.entries[index];
+        *held = held.saturating_sub(entry.charged);
+        entry.charged = 0;
+    }
+
     /// Counts entry `index` inside memrelay (a client's request started).
     pub fn count_in(&mut self, index: usize) {
         if !self.entries[index].counted {
@@ -205,7 +235,7 @@ impl Requests {
         clear_and_recycle(&mut entry.input, KEEP_CAPACITY);
         entry.request = None;
         entry.merge = None;
-        entry.merged = None;
+        entry.charged = 0;
         clear_and_recycle(&mut entry.reply, KEEP_CAPACITY);
         entry.relayed = ReplyBytes::Composed;
         for body in &mut entry.bodies {

@@ -1,27 +1,36 @@
 //! The events of an event loop's server connections: a batch written, replies read and matched
 //! to their requests, a connection failed (every request outstanding on it fails) or past its
-//! deadline.
+//! deadline. What a read completes is put on the turn's lists ([`Turn`]) for the loop's dispatch;
+//! nothing here calls back into the loop.
+//!
+//! The no-pause rule is decided here, where a reply's bytes arrive for a client ([`Down::forward`]):
+//! within its budget the client gets them and reading goes on; past its budget the connection
+//! pauses only if nobody else's request waits on it (and then takes no new requests); otherwise
+//! the client may hold one value more, and past that it is cut off and the rest of its reply is
+//! dropped. A shared connection never waits for one client.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use memrelay_protocol::Reply;
 use mio::Registry;
 
-use super::merged::PART_HOLD;
+use super::clients::{self, Clients};
 use super::requests::{Requests, TargetResult};
-use super::thread::{EventLoop, Replies};
+use super::thread::{EventLoop, Turn};
 use super::upstream::{Downstream, Flow, Outstanding};
-use crate::client::ClientSide;
+use crate::client::budget::Budget;
 use crate::measure::metrics::Recorder;
-use crate::relay::stream::{CLIENT_BACKLOG, HOLD_LIMIT};
+use crate::relay::stream::CLIENT_BACKLOG;
 use crate::upstream::failure::Failure;
 
 impl EventLoop {
-    pub(super) fn flush_upstream(&mut self, server: usize) {
+    /// Writes connection `conn`'s batch and stamps the send time of what went out.
+    pub(super) fn flush_server(&mut self, conn: usize) {
         let now = Instant::now();
-        match self.upstreams[server].flush(self.poll.registry()) {
+        match self.servers.get_mut(conn).flush(self.poll.registry()) {
             Ok(sent) => {
-                for outstanding in self.upstreams[server].last_sent(sent) {
+                for outstanding in self.servers.get(conn).last_sent(sent) {
                     let entry = self.inflight.get_mut(outstanding.request);
                     if entry.generation == outstanding.generation && !entry.sent {
                         entry.sent = true;
@@ -30,85 +39,66 @@ impl EventLoop {
                     }
                 }
             }
-            Err(failure) => self.fail_upstream(server, failure),
+            Err(failure) => self.fail_connection(conn, failure),
         }
     }
 
-    pub(super) fn upstream_writable(&mut self, server: usize) {
-        match self.upstreams[server].on_writable() {
-            Ok(()) => self.flush_upstream(server),
-            Err(failure) => self.fail_upstream(server, failure),
+    pub(super) fn server_writable(&mut self, conn: usize) {
+        match self.servers.get_mut(conn).on_writable() {
+            Ok(()) => self.flush_server(conn),
+            Err(failure) => self.fail_connection(conn, failure),
         }
     }
 
-    pub(super) fn upstream_readable(&mut self, server: usize, to_eof: bool) {
-        // Replies are recorded into their entries first; entries whose last reply came are
-        // completed afterwards, since completing may queue new requests on this connection.
-        let mut completed = std::mem::take(&mut self.completed);
-        completed.clear();
-        let mut merging = std::mem::take(&mut self.merging);
-        merging.clear();
+    /// Reads what connection `conn`'s server sent: replies into their entries (or on to their
+    /// clients), what completed onto the turn's lists.
+    pub(super) fn read_server(&mut self, conn: usize, to_eof: bool) {
+        let server = self.servers.get(conn).server;
         let mut down = Down {
+            conn,
             server,
             now: Instant::now(),
             replies: 0,
             inflight: &mut self.inflight,
+            budget: self.clients.budget,
             clients: &mut self.clients,
             registry: self.poll.registry(),
             recorder: &mut self.recorder,
-            completed: &mut completed,
-            merging: &mut merging,
+            turn: &mut self.turn,
             max_value_len: self.max_value_len,
+            may_pause: self.servers.may_pause(server),
         };
-        let result = self.upstreams[server].on_readable(to_eof, &mut down);
+        let result = self.servers.get_mut(conn).on_readable(to_eof, &mut down);
         if down.replies > 0 {
             self.health.answered(server);
         }
-        for &index in &merging {
-            self.pump_merge(index);
-        }
-        for &index in &completed {
-            self.targets_complete(index);
-        }
-        self.completed = completed;
-        self.merging = merging;
         if let Err(failure) = result {
-            self.fail_upstream(server, failure);
-        } else if self.upstreams[server].wants_flush() && !self.dirty.contains(&server) {
-            self.dirty.push(server);
+            self.fail_connection(conn, failure);
+        } else if self.servers.get(conn).wants_flush() {
+            self.servers.mark_dirty(conn);
         }
     }
 
-    /// The client of a reply streaming from `server` took enough of it: reading goes on.
-    pub(super) fn resume_stream(&mut self, slot: usize) {
-        let Some(session) = self.clients.sessions.get(slot) else { return };
-        if let Some(&head) = session.engine.queue.front() {
-            if self.inflight.get(head).merge.is_some() {
-                return self.pump_merge(head);
-            }
-        }
-        let Some(server) = session.engine.streaming_from else { return };
-        if session.io.unsent() <= CLIENT_BACKLOG / 2 && self.upstreams[server].paused() {
-            self.upstreams[server].resume(false);
-            self.upstream_readable(server, false);
-        }
-    }
-
-    /// The client of the reply streaming on `server`'s connection, if it has one.
-    fn streaming_client(&self, server: usize) -> Option<usize> {
-        let head = self.upstreams[server].streaming_head()?;
+    /// The client of the reply streaming on connection `conn`, if it has one.
+    fn streaming_client(&self, conn: usize) -> Option<usize> {
+        let head = self.servers.get(conn).streaming_head()?;
         let entry = self.inflight.get(head.request);
         (entry.generation == head.generation).then_some(entry.client).flatten()
     }
 
-    pub(super) fn fail_upstream(&mut self, server: usize, failure: Failure) {
+    /// Drops connection `conn`: every request outstanding on it fails with `failure`.
+    pub(super) fn fail_connection(&mut self, conn: usize, failure: Failure) {
         // A reply cut off after part of it reached the client: only closing tells the client.
-        if let Some(slot) = self.streaming_client(server) {
-            self.clients.sessions[slot].io.broken = true;
+        if let Some(slot) = self.streaming_client(conn) {
+            if let Some(session) = self.clients.sessions.get_mut(slot) {
+                session.io.broken = true;
+                self.turn.ready.push(slot);
+            }
         }
         let mut failed = std::mem::take(&mut self.failed);
         failed.clear();
-        self.upstreams[server].fail(self.poll.registry(), Instant::now(), failure, &mut failed);
+        let server = self.servers.get(conn).server;
+        self.servers.get_mut(conn).fail(self.poll.registry(), Instant::now(), failure, &mut failed);
         if failure.is_the_servers() {
             self.recorder.server_failure(server);
         }
@@ -123,45 +113,64 @@ impl EventLoop {
     }
 
     /// Fails the connections whose oldest request is past its deadline, after taking in the
-    /// replies that arrived while the loop was busy elsewhere.
+    /// replies that arrived while the loop was busy elsewhere; cuts off the clients a paused
+    /// connection waited on for their whole patience.
     pub(super) fn expire(&mut self, now: Instant) {
-        for server in 0..self.upstreams.len() {
-            if self.upstreams[server].stalled_client(now) {
-                // The client of the streaming reply took nothing for the server timeout: it is
-                // cut off (not the server's failure) and the rest of the reply dropped.
-                if let Some(slot) = self.streaming_client(server) {
-                    self.clients.sessions[slot].io.broken = true;
-                    self.ready.push(slot);
+        for conn in self.servers.ids() {
+            if self.servers.get(conn).stalled_client(now) {
+                // The client of the streaming reply took nothing for its patience: it is cut off
+                // (not the server's failure) and the rest of the reply dropped.
+                if let Some(slot) = self.streaming_client(conn) {
+                    clients::cut_off(&mut self.clients, slot);
+                    self.turn.ready.push(slot);
                 }
-                self.upstreams[server].resume(true);
-                self.upstream_readable(server, false);
+                self.servers.get_mut(conn).resume(true);
+                self.read_server(conn, false);
                 continue;
             }
-            if self.upstreams[server].next_deadline().is_some_and(|d| d <= now) {
-                self.upstream_readable(server, false);
-                if self.upstreams[server].next_deadline().is_some_and(|d| d <= now) {
-                    self.fail_upstream(server, Failure::Timeout);
+            if self.servers.get(conn).next_deadline().is_some_and(|d| d <= now) {
+                self.read_server(conn, false);
+                if self.servers.get(conn).next_deadline().is_some_and(|d| d <= now) {
+                    self.fail_connection(conn, Failure::Timeout);
                 }
             }
+        }
+    }
+
+    /// The client in `slot` took some of its replies: a connection paused for it reads on.
+    pub(super) fn resume_for(&mut self, slot: usize) {
+        let Some(session) = self.clients.sessions.get(slot) else { return };
+        let room = !self.clients.budget.spent(session.held() * 2);
+        if let Some(&head) = session.engine.queue.front() {
+            if self.inflight.get(head).merge.is_some() {
+                self.turn.merging.push((head, self.inflight.get(head).generation));
+                return;
+            }
+        }
+        let Some(conn) = session.engine.streaming_from else { return };
+        if room && self.servers.get(conn).paused() {
+            self.servers.get_mut(conn).resume(false);
+            self.turn.readable.push(conn);
         }
     }
 }
 
 /// The loop's side of one connection's read: replies into their entries, a streaming reply's
-/// bytes into its client's output.
+/// bytes into its client's output, what completed onto the turn's lists.
 struct Down<'a> {
+    conn: usize,
     server: usize,
     now: Instant,
     replies: usize,
     inflight: &'a mut Requests,
-    clients: &'a mut ClientSide<Replies>,
+    clients: &'a mut Clients,
+    budget: Budget,
     registry: &'a Registry,
     recorder: &'a mut Recorder,
-    /// Entries whose last awaited reply arrived.
-    completed: &'a mut Vec<usize>,
-    /// Entries with a merged reply whose parts got bytes.
-    merging: &'a mut Vec<usize>,
+    turn: &'a mut Turn,
     max_value_len: usize,
+    /// The connection may pause for one client's reply (fewer than the most are paused).
+    may_pause: bool,
 }
 
 impl Down<'_> {
@@ -170,6 +179,26 @@ impl Down<'_> {
         let entry = self.inflight.get(head.request);
         let slot = entry.client.filter(|_| entry.generation == head.generation)?;
         self.clients.sessions.get(slot).filter(|s| !s.io.broken).map(|_| slot)
+    }
+
+    /// Brings entry `index`'s charge to its client up to date; a client past its budget and one
+    /// value more is cut off.
+    fn charge(&mut self, index: usize) {
+        let Some(slot) = self.inflight.get(index).client else { return };
+        let Some(session) = self.clients.sessions.get_mut(slot) else { return };
+        self.inflight.recharge(index, &mut session.held);
+        if self.budget.exceeded(session.held()) && !session.io.broken {
+            clients::cut_off(self.clients, slot);
+            self.turn.ready.push(slot);
+        }
+    }
+
+    /// Whether anybody but the client in `slot` has a request waiting behind `queue`'s head.
+    fn others_wait(&self, queue: &VecDeque<Outstanding>, slot: usize) -> bool {
+        queue.iter().skip(1).any(|o| {
+            let entry = self.inflight.get(o.request);
+            entry.generation == o.generation && entry.client.is_some_and(|c| c != slot)
+        })
     }
 }
 
@@ -186,12 +215,14 @@ impl Downstream for Down<'_> {
                 session.engine.streaming_from = None;
             }
         }
-        if entry.merge.is_some() && !self.merging.contains(&head.request) {
-            self.merging.push(head.request);
+        let work = (head.request, head.generation);
+        if entry.merge.is_some() && !self.turn.merging.contains(&work) {
+            self.turn.merging.push(work);
         }
         if entry.target_done(usize::from(head.target), TargetResult::Replied(reply), bytes) {
-            self.completed.push(head.request);
+            self.turn.completed.push(work);
         }
+        self.charge(head.request);
     }
 
     /// Only the head of its client's replies streams (what goes before it is written), and
@@ -207,9 +238,7 @@ impl Downstream for Down<'_> {
         }
         if let Some(len) = whole {
             // In already: straight to the client only, only what it would get whole, and only
-            // what the client has room for (a reply that arrived whole never pauses the server
-            // connection for a slow reader: beyond this it is held in its entry, as before).
-            // (What any stream needs is checked below.)
+            // what the client has room for (beyond this it is held in its entry, as before).
             let straight = entry.merge.is_none()
                 && !entry.exchange.may_merge_stream(request)
                 && session.io.unsent() + len <= CLIENT_BACKLOG
@@ -220,53 +249,59 @@ impl Downstream for Down<'_> {
         }
         if entry.merge.is_none() && session.engine.streaming_from.is_none() && entry.exchange.may_merge_stream(request)
         {
-            entry.merge = Some(entry.exchange.merge(request, &entry.input, self.max_value_len));
+            let merge = entry.exchange.merge(request, &entry.input, self.max_value_len);
+            entry.merge = Some(super::merged::MergedReply::new(merge, entry.exchange.targets().len()));
             entry.exchange.note_streamed();
         }
         if entry.merge.is_some() {
             // The merge enforces the reply limit across the parts.
             return Some(usize::MAX);
         }
-        // A client already behind on its replies gets no new stream: its reply is held whole
-        // (as one that arrived whole is), so that the shared server connection is not paused
-        // for it and the requests of other clients behind it are not held up.
+        // A client already behind on its replies gets no new stream: its reply is held whole,
+        // charged to its budget.
         let streams = session.engine.streaming_from.is_none()
             && session.io.unsent() <= CLIENT_BACKLOG
             && entry.exchange.targets().len() == 1
             && entry.exchange.may_stream(request);
         if streams {
             entry.exchange.note_streamed();
-            session.engine.streaming_from = Some(self.server);
+            session.engine.streaming_from = Some(self.conn);
         }
         streams.then(crate::access::max_reply_bytes)
     }
 
-    fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow {
+    fn forward(&mut self, head: &Outstanding, bytes: &[u8], queue: &VecDeque<Outstanding>) -> Flow {
         let Some(slot) = self.client_of(head) else { return Flow::Discard };
         let entry = self.inflight.get_mut(head.request);
-        if entry.merged.is_some() {
+        if entry.merge_ended() {
             // The merge is over (cut off): the rest of the part is dropped.
             return Flow::Discard;
         }
         if entry.merge.is_some() {
-            // A part: held for the merge, which the loop runs after this read.
-            let part = usize::from(head.target);
-            entry.bodies[part].extend_from_slice(bytes);
-            if !self.merging.contains(&head.request) {
-                self.merging.push(head.request);
+            // A part: held for the merge, which the loop moves on after this read.
+            entry.bodies[usize::from(head.target)].extend_from_slice(bytes);
+            let work = (head.request, head.generation);
+            if !self.turn.merging.contains(&work) {
+                self.turn.merging.push(work);
             }
-            return if entry.unconsumed(part) > PART_HOLD { Flow::Pause } else { Flow::Go };
+            self.charge(head.request);
+        } else {
+            self.clients.send(self.registry, slot, bytes);
         }
-        self.clients.send(self.registry, slot, bytes);
-        match self.clients.sessions.get(slot) {
-            Some(session) if session.io.broken => Flow::Discard,
-            // A stream starts only for a client within its backlog (`may_stream`), and pauses
-            // only past one value more: a client that stops reading holds up the shared server
-            // connection for a reply of many values, never for its first (one value, or the
-            // rest of one, is at most what a held reply takes).
-            Some(session) if session.io.unsent() > CLIENT_BACKLOG + self.max_value_len.min(HOLD_LIMIT) => Flow::Pause,
-            Some(_) => Flow::Go,
-            None => Flow::Discard,
+        let Some(session) = self.clients.sessions.get(slot).filter(|s| !s.io.broken) else { return Flow::Discard };
+        let held = session.held();
+        if !self.budget.spent(held) {
+            return Flow::Go;
         }
+        // Past its budget: the connection waits for this client only if nobody else does.
+        if self.may_pause && !self.others_wait(queue, slot) {
+            return Flow::Pause;
+        }
+        if !self.budget.exceeded(held) {
+            return Flow::Go;
+        }
+        clients::cut_off(self.clients, slot);
+        self.turn.ready.push(slot);
+        Flow::Discard
     }
 }

@@ -47,6 +47,8 @@ pub(crate) struct Outstanding {
 }
 
 pub(crate) struct Upstream {
+    /// The server this connection goes to (its id in the registry).
+    pub server: usize,
     pub addr: SocketAddr,
     token: Token,
     stream: Option<TcpStream>,
@@ -70,8 +72,11 @@ pub(crate) struct Upstream {
     /// The server timeout: no reply byte for this long while a request is outstanding fails the
     /// connection (a long reply still arriving is not late).
     timeout: Duration,
-    /// When the last reply byte arrived (or reading resumed).
+    /// When the reply bytes last made progress ([`PROGRESS_BYTES`] more arrived, a reply ended,
+    /// or reading resumed).
     progress: Instant,
+    /// Reply bytes read since `progress` was last stamped.
+    since_progress: usize,
     /// The head request's reply is streaming to its client ([`crate::relay::stream`]).
     streaming: Option<Streaming>,
     /// Its client went away or stopped reading: the rest of the reply is read and dropped.
@@ -90,8 +95,9 @@ pub(crate) trait Downstream {
     /// `whole`: the reply is in already, this long; it streams only straight to its client and
     /// within the limit (otherwise it is handled whole, as it would have been).
     fn may_stream(&mut self, head: &Outstanding, whole: Option<usize>) -> Option<usize>;
-    /// Bytes of `head`'s streaming reply for its client, and what reading does next.
-    fn forward(&mut self, head: &Outstanding, bytes: &[u8]) -> Flow;
+    /// Bytes of `head`'s streaming reply for its client, and what reading does next; `queue` is
+    /// what is outstanding on the connection, `head` first (who would wait if it paused).
+    fn forward(&mut self, head: &Outstanding, bytes: &[u8], queue: &VecDeque<Outstanding>) -> Flow;
 }
 
 /// What reading a streaming reply does after bytes were forwarded.
@@ -111,11 +117,17 @@ const RELAY_IN_PLACE: usize = 64 * 1024;
 /// Idle time after which a connection is checked (one non-blocking peek) before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
 
+/// A reply that takes longer than the server timeout must bring this many bytes per timeout to
+/// count as progress: a server dribbling a value (a byte at a time) is failed after the timeout,
+/// not waited for while the requests behind its reply wait too.
+const PROGRESS_BYTES: usize = 64 * 1024;
+
 impl Upstream {
     /// A connection to `addr` (through `tls` when given); a reply value longer than
     /// `max_value_len` fails it.
-    pub fn new(addr: SocketAddr, token: Token, max_value_len: usize, tls: Option<Pump>) -> Upstream {
+    pub fn new(server: usize, addr: SocketAddr, token: Token, max_value_len: usize, tls: Option<Pump>) -> Upstream {
         Upstream {
+            server,
             addr,
             token,
             stream: None,
@@ -134,6 +146,7 @@ impl Upstream {
             max_value_len,
             timeout: Duration::from_secs(1),
             progress: Instant::now(),
+            since_progress: 0,
             streaming: None,
             discarding: false,
             paused: None,
@@ -159,7 +172,25 @@ impl Upstream {
     pub fn resume(&mut self, discard: bool) {
         self.paused = None;
         self.discarding |= discard;
+        self.made_progress();
+    }
+
+    /// New requests may be queued on the connection: it is not paused for one client's reply.
+    pub fn takes_requests(&self) -> bool {
+        self.paused.is_none()
+    }
+
+    fn made_progress(&mut self) {
         self.progress = Instant::now();
+        self.since_progress = 0;
+    }
+
+    /// `n` more reply bytes arrived: progress once they add up to [`PROGRESS_BYTES`].
+    fn arrived(&mut self, n: usize) {
+        self.since_progress += n;
+        if self.since_progress >= PROGRESS_BYTES {
+            self.made_progress();
+        }
     }
 
     /// The server's count of downs ([`Backoff::note_downs`]).
@@ -272,6 +303,13 @@ impl Upstream {
         idle
     }
 
+    /// Since when the connection has been open with nothing outstanding (`None` while it is
+    /// closed, busy or paused).
+    pub fn idle_since(&self) -> Option<Instant> {
+        let idle = self.stream.is_some() && self.outstanding.is_empty() && self.paused.is_none();
+        idle.then_some(self.last_used)
+    }
+
     /// Requests are waiting for replies on the connection.
     pub fn busy(&self) -> bool {
         !self.outstanding.is_empty()
@@ -360,6 +398,7 @@ impl Upstream {
                 return Ok(());
             }
             let Some(stream) = self.stream.as_mut() else { return Ok(()) };
+            let before = self.input.len();
             let drained = match self.input.read_from(stream) {
                 Ok(Filled::Eof) => return Err(Failure::Reset),
                 Ok(Filled::Bytes { drained }) => drained,
@@ -367,7 +406,7 @@ impl Upstream {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Failure::from_io(&e)),
             };
-            self.progress = Instant::now();
+            self.arrived(self.input.len().saturating_sub(before));
             self.deliver_complete(down)?;
             if drained && !to_eof {
                 return Ok(());
@@ -385,9 +424,7 @@ impl Upstream {
             let (Some(stream), Some(tls)) = (self.stream.as_ref(), self.tls.as_mut()) else { return Ok(()) };
             let before = self.input.len();
             let round = tls.read(stream, &mut self.input)?;
-            if self.input.len() > before {
-                self.progress = Instant::now();
-            }
+            self.arrived(self.input.len().saturating_sub(before));
             self.deliver_complete(down)?;
             match round {
                 Round::Records => {}
@@ -449,6 +486,7 @@ impl Upstream {
                         continue;
                     }
                     self.last_used = Instant::now();
+                    (self.progress, self.since_progress) = (self.last_used, 0);
                     self.outstanding.pop_front();
                     self.unsent = self.unsent.min(self.outstanding.len());
                     self.parser_primed = false;
@@ -467,12 +505,14 @@ impl Upstream {
             let pending = self.input.pending();
             let flow = match streaming.next(pending) {
                 Move::Send(n) => {
-                    let flow = if self.discarding { Flow::Go } else { down.forward(&head, &pending[..n]) };
+                    let flow =
+                        if self.discarding { Flow::Go } else { down.forward(&head, &pending[..n], &self.outstanding) };
                     self.input.consume(n);
                     flow
                 }
                 Move::Refuse(n) => {
-                    let flow = if self.discarding { Flow::Go } else { down.forward(&head, TOO_LARGE_LINE) };
+                    let flow =
+                        if self.discarding { Flow::Go } else { down.forward(&head, TOO_LARGE_LINE, &self.outstanding) };
                     self.input.consume(n);
                     flow
                 }
@@ -485,6 +525,7 @@ impl Upstream {
                     self.streaming = None;
                     self.discarding = false;
                     self.last_used = Instant::now();
+                    (self.progress, self.since_progress) = (self.last_used, 0);
                     self.outstanding.pop_front();
                     self.unsent = self.unsent.min(self.outstanding.len());
                     self.parser_primed = false;

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::Limits;
 use mio::{Poll, Waker};
 
+use crate::client::budget::Budget;
 use crate::client::{ClientSide, WAKER};
 use crate::engine::event_loop;
 use crate::reload::Source;
@@ -67,8 +68,9 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
     drop((queue_out, done_in));
 
     let limits = Limits { max_value_len: settings.limits.max_value_size, ..Limits::default() };
+    let budget = Budget::new(settings.limits.client_budget, settings.limits.max_value_size);
     let local = runtime.local_answers(workers);
-    let clients = ClientSide::new(poll.registry(), Some(listener), limits, settings.limits.max_clients, local)
+    let clients = ClientSide::new(poll.registry(), Some(listener), limits, budget, settings.limits.max_clients, local)
         .map_err(Error::EventLoopSetup)?;
     let mut net = NetThread::new(poll, clients, queue_in, done_out, runtime.recorder(0));
     // The net thread runs here; when it returns (and is dropped), its queue sender is gone and

@@ -176,7 +176,7 @@ impl Scheduler for NetThread {
             if session.engine.busy || !session.io.flushed() {
                 break false;
             }
-            match session.next_request(&self.clients.limits, &self.clients.local) {
+            match session.next_request(&self.clients.limits, &self.clients.budget, &self.clients.local) {
                 Next::Wait => break true,
                 Next::Invalid(reply) => {
                     if let Some(reply) = reply {
