@@ -27,6 +27,11 @@ impl Budget {
         Budget { limit, allowance: max_value_len.min(HOLD_LIMIT) }
     }
 
+    /// `--client-budget-bytes`.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// The client holds more than its budget: none of its requests is read.
     pub fn spent(&self, held: usize) -> bool {
         held > self.limit

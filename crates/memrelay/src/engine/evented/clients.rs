@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use mio::Registry;
 
 use super::merged::MergeClient;
+use crate::client::budget::Budget;
 use crate::client::ClientSide;
 
 /// The loop's state of one client.
@@ -19,6 +20,31 @@ pub(super) struct Replies {
     pub barrier: Option<usize>,
     /// The connection whose reply is streaming to this client ([`crate::relay::stream`]).
     pub streaming_from: Option<usize>,
+    /// How many requests it may have in flight now ([`Replies::window`]); 0 until its first
+    /// reply.
+    window: usize,
+}
+
+/// The requests a client may have in flight before its first reply: a pipeline of large values
+/// sends at most this many to the shared connections before memrelay has seen how large they are.
+const FIRST_WINDOW: usize = 16;
+
+impl Replies {
+    /// How many requests the client may have in flight now, at most `max_in_flight`: as many
+    /// replies as its budget holds, at the size of its last reply, growing (doubling per reply)
+    /// while its replies are small. A pipeline of large values thus puts no more on the shared
+    /// server connections than the client's budget can take, so few replies are left to drop
+    /// (and few for other clients to wait behind) when it does not read.
+    pub fn window(&self, max_in_flight: usize) -> usize {
+        if self.window == 0 { FIRST_WINDOW } else { self.window }.min(max_in_flight)
+    }
+
+    /// A reply of `len` bytes went to the client: the window follows it.
+    pub fn replied(&mut self, len: usize, budget: &Budget, max_in_flight: usize) {
+        let fit = budget.limit() / len.max(1);
+        let grown = self.window(max_in_flight).saturating_mul(2);
+        self.window = fit.min(grown).clamp(1, max_in_flight);
+    }
 }
 
 /// The loop's clients.
@@ -40,6 +66,8 @@ pub(super) struct MergeOut<'a> {
     pub clients: &'a mut Clients,
     pub registry: &'a Registry,
     pub slot: Option<usize>,
+    /// Bytes sent to it.
+    pub sent: usize,
 }
 
 impl MergeClient for MergeOut<'_> {
@@ -51,6 +79,7 @@ impl MergeClient for MergeOut<'_> {
     fn send(&mut self, bytes: &[u8]) {
         if let Some(slot) = self.slot {
             self.clients.send(self.registry, slot, bytes);
+            self.sent += bytes.len();
         }
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct InFlight {
     pub remaining: usize,
     /// Bytes of this entry charged to its client's budget ([`Requests::recharge`]).
     charged: usize,
+    /// Bytes of its reply that went to the client as they arrived (streamed or merged).
+    pub streamed: usize,
     pub times: Timestamps,
     pub sent: bool,
     /// The client's reply, when composed (see `relayed`).
@@ -76,6 +78,7 @@ impl InFlight {
             merge: None,
             remaining: 0,
             charged: 0,
+            streamed: 0,
             times: Timestamps::at(Instant::now()),
             sent: false,
             reply: Vec::new(),
@@ -236,6 +239,7 @@ impl Requests {
         entry.request = None;
         entry.merge = None;
         entry.charged = 0;
+        entry.streamed = 0;
         clear_and_recycle(&mut entry.reply, KEEP_CAPACITY);
         entry.relayed = ReplyBytes::Composed;
         for body in &mut entry.bodies {

@@ -229,7 +229,15 @@ impl Downstream for Down<'_> {
     /// only a request whose policy lets its one answer pass as it is, or a split read's part
     /// (merged in key order: [`crate::relay::merge`]).
     fn may_stream(&mut self, head: &Outstanding, whole: Option<usize>) -> Option<usize> {
-        let slot = self.client_of(head)?;
+        let Some(slot) = self.client_of(head) else {
+            // Nobody takes this reply (its client left or was cut off): it streams into nothing,
+            // neither held nor copied, and no other round follows.
+            let entry = self.inflight.get_mut(head.request);
+            if entry.generation == head.generation && entry.merge.is_none() {
+                entry.exchange.note_streamed();
+            }
+            return Some(usize::MAX);
+        };
         let session = &mut self.clients.sessions[slot];
         let entry = self.inflight.get_mut(head.request);
         let request = entry.request.as_ref().expect("an in-flight entry carries a request");
@@ -287,6 +295,7 @@ impl Downstream for Down<'_> {
             self.charge(head.request);
         } else {
             self.clients.send(self.registry, slot, bytes);
+            entry.streamed += bytes.len();
         }
         let Some(session) = self.clients.sessions.get(slot).filter(|s| !s.io.broken) else { return Flow::Discard };
         let held = session.held();

@@ -333,9 +333,10 @@ impl EventLoop {
         let all_in = entry.remaining == 0;
         let slot = entry.client;
         let results = &entry.results;
-        let mut out = MergeOut { clients: &mut self.clients, registry: self.poll.registry(), slot };
+        let mut out = MergeOut { clients: &mut self.clients, registry: self.poll.registry(), slot, sent: 0 };
         let advance =
             merge.advance(&mut entry.bodies, |p| matches!(results[p], TargetResult::Waiting), all_in, &mut out);
+        entry.streamed += out.sent;
         if let Some(slot) = slot {
             if let Some(session) = self.clients.sessions.get_mut(slot) {
                 self.inflight.recharge(index, &mut session.held);
@@ -386,6 +387,7 @@ impl EventLoop {
                 session.engine.barrier = None;
             }
             let reply = entry.reply_bytes();
+            session.engine.replied(reply.len().max(entry.streamed), &self.clients.budget, self.max_in_flight);
             if reply.len() < SEND_DIRECT {
                 session.io.output().extend_from_slice(reply);
             } else {
@@ -513,7 +515,8 @@ impl Scheduler for EventLoop {
     /// pauses (pump reads again once replies drain).
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(session) = self.clients.sessions.get(slot) else { return };
-        let limit = if session.engine.queue.len() >= self.max_in_flight || session.backed_up(&self.clients.budget) {
+        let window = session.engine.window(self.max_in_flight);
+        let limit = if session.engine.queue.len() >= window || session.backed_up(&self.clients.budget) {
             ReadLimit::Bytes(READ_CHUNK)
         } else {
             ReadLimit::None
@@ -533,8 +536,9 @@ impl Scheduler for EventLoop {
             let mut starved = false;
             loop {
                 let Some(session) = self.clients.sessions.get_mut(slot) else { return };
-                if session.engine.queue.len() >= self.max_in_flight {
-                    // `--max-in-flight`: the rest of its pipeline waits (counted when some does).
+                if session.engine.queue.len() >= session.engine.window(self.max_in_flight) {
+                    // `--max-in-flight`, or what its budget holds of replies like its last: the
+                    // rest of its pipeline waits (counted when some does).
                     if !session.pending().is_empty() {
                         crate::access::count_yield();
                     }
@@ -575,7 +579,7 @@ impl Scheduler for EventLoop {
                         && !s.io.drained()
                         && !s.closing
                         && !s.backed_up(budget)
-                        && s.engine.queue.len() < self.max_in_flight
+                        && s.engine.queue.len() < s.engine.window(self.max_in_flight)
                 });
             if !reading {
                 break;
@@ -602,13 +606,12 @@ impl Scheduler for EventLoop {
         }
     }
 
-    /// Works off what the turn's events completed, until nothing is left: connections to read,
-    /// merged replies to move on, rounds completed, batches to write, replies to deliver.
+    /// Works off what the turn's events completed, until nothing is left: what is in hand first
+    /// (merged replies to move on, rounds completed, batches to write, replies to deliver and the
+    /// clients' next requests), then connections to read again.
     fn end_of_turn(&mut self) {
         loop {
-            if let Some(conn) = self.turn.readable.pop() {
-                self.read_server(conn, false);
-            } else if let Some(index) = self.next_work(|turn| &mut turn.merging) {
+            if let Some(index) = self.next_work(|turn| &mut turn.merging) {
                 self.advance_merge(index);
             } else if let Some(index) = self.next_work(|turn| &mut turn.completed) {
                 self.complete_round(index);
@@ -617,6 +620,8 @@ impl Scheduler for EventLoop {
             } else if let Some(slot) = self.turn.ready.pop() {
                 self.deliver(slot);
                 self.pump(slot);
+            } else if let Some(conn) = self.turn.readable.pop() {
+                self.read_server(conn, false);
             } else {
                 break;
             }
