@@ -25,6 +25,7 @@ mod policy;
 mod reload;
 mod replication;
 mod server_tls;
+mod sharing;
 mod signals_at_start;
 mod streaming;
 mod tls;
