@@ -32,6 +32,11 @@ impl Budget {
         self.limit
     }
 
+    /// What a client holding `held` may still be made to hold before it is cut off.
+    pub fn room(&self, held: usize) -> usize {
+        self.limit.saturating_add(self.allowance).saturating_sub(held)
+    }
+
     /// The client holds more than its budget: none of its requests is read.
     pub fn spent(&self, held: usize) -> bool {
         held > self.limit
@@ -47,7 +52,8 @@ static PAUSES: AtomicU64 = AtomicU64::new(0);
 static CUT_OFF: AtomicU64 = AtomicU64::new(0);
 static HELD: AtomicI64 = AtomicI64::new(0);
 
-/// A client's reading stopped at its budget (counted once each time it does).
+/// A client's reading stopped at its budget, or a server connection paused for a client past it
+/// (counted once each time).
 pub(crate) fn count_pause() {
     PAUSES.fetch_add(1, Ordering::Relaxed);
 }
@@ -57,7 +63,8 @@ pub(crate) fn count_cut_off() {
     CUT_OFF.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Times a client's reading stopped at its budget, since start (`client_budget_pauses`).
+/// Times a client's reading stopped at its budget, or a connection paused for a client past it,
+/// since start (`client_budget_pauses`).
 pub fn pauses() -> u64 {
     PAUSES.load(Ordering::Relaxed)
 }

@@ -22,16 +22,23 @@ pub(crate) const STREAM_AFTER: usize = 64 * 1024;
 /// with `SERVER_ERROR reply too large`.
 pub(crate) const HOLD_LIMIT: usize = 32 * 1024 * 1024;
 
-/// Bytes waiting for a client (its output) before the server reply being streamed to it pauses
-/// (evented engine; a pool worker writes to the socket itself and waits for it).
+/// A reply starts streaming (or one that arrived whole is relayed in place) only to a client with
+/// at most this many bytes of replies waiting; the merge of a split read moves bytes on only
+/// while its client's backlog is under it (evented engine).
 pub(crate) const CLIENT_BACKLOG: usize = 256 * 1024;
 
 /// How long a client may take nothing of a reply streaming to it before it is cut off (its
-/// connection closed, the rest of the reply dropped), in the evented engine. Generous: a client
-/// may send requests on many connections and read them one after another (memcached itself
-/// waits for ever). A pool worker, shared by every client, waits the server timeout at most. Meanwhile a pool worker waits on it, and
-/// in the evented engine the requests behind it on the same server connection wait too.
+/// connection closed, the rest of the reply dropped), in the evented engine, where the server
+/// connection then paused for it holds up nobody else. Generous: a client may send requests on
+/// many connections and read them one after another (memcached itself waits for ever). A pool
+/// worker, shared by every client, waits the server timeout at most, and only while no other
+/// request waits for a worker.
 pub(crate) const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A reply that takes longer than the server timeout must bring this many bytes per timeout to
+/// count as progress (both engines): a server dribbling a value (a byte at a time) is failed
+/// after the timeout, not waited for while the requests behind its reply wait too.
+pub(crate) const PROGRESS_BYTES: usize = 64 * 1024;
 
 /// The line a client gets when its reply crosses `--max-reply-bytes`.
 pub(crate) const TOO_LARGE_LINE: &[u8] = b"SERVER_ERROR reply too large\r\n";

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
 use crate::buffer::{Filled, ReadBuffer};
+use crate::relay::stream::PROGRESS_BYTES;
 use crate::upstream::backoff::{self, Backoff};
 use crate::upstream::failure::Failure;
 use crate::upstream::tls::blocking::{self, ServerStream};
@@ -54,6 +55,8 @@ pub(crate) struct ServerConn {
     reply: Option<Reply>,
     /// When the connection last completed an exchange (or was opened).
     last_used: Instant,
+    /// Reply bytes read since the deadline last moved ([`PROGRESS_BYTES`]).
+    since_progress: usize,
 }
 
 impl ServerConn {
@@ -68,6 +71,7 @@ impl ServerConn {
             backoff: Backoff::new(backoff::RECONNECT),
             input: ReadBuffer::new(READ_CHUNK),
             max_value_len,
+            since_progress: 0,
             parser: ReplyParser::new(Expect::Line).with_max_value_len(max_value_len),
             reply: None,
             last_used: Instant::now(),
@@ -120,6 +124,7 @@ impl ServerConn {
         hold: usize,
     ) -> Result<Received, Failure> {
         self.parser.reset(expect);
+        self.since_progress = 0;
         let result = self.read_reply(&mut deadline, stream_after, hold);
         self.reply = match result {
             Ok(Received::Whole(reply)) => Some(reply),
@@ -165,7 +170,7 @@ impl ServerConn {
     }
 
     /// Reads what arrives before `deadline`, which moves on by the server timeout each time
-    /// bytes arrive (a reply still arriving is not late).
+    /// [`PROGRESS_BYTES`] more arrived (a reply still arriving is not late; one dribbling in is).
     fn fill(&mut self, deadline: &mut Instant) -> Result<(), Failure> {
         let stream = self.stream.as_mut().ok_or(Failure::Unavailable)?;
         let mut last_try = false;
@@ -181,10 +186,15 @@ impl ServerConn {
                 None => return Err(Failure::Timeout),
             };
             stream.set_read_timeout(Some(left)).map_err(|e| Failure::from_io(&e))?;
+            let before = self.input.len();
             match self.input.read_from(stream) {
                 Ok(Filled::Eof) => return Err(Failure::Reset),
                 Ok(Filled::Bytes { .. }) => {
-                    *deadline = (*deadline).max(Instant::now() + self.timeout);
+                    self.since_progress += self.input.len().saturating_sub(before);
+                    if self.since_progress >= PROGRESS_BYTES {
+                        self.since_progress = 0;
+                        *deadline = (*deadline).max(Instant::now() + self.timeout);
+                    }
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

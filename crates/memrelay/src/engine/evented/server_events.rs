@@ -304,6 +304,7 @@ impl Downstream for Down<'_> {
         }
         // Past its budget: the connection waits for this client only if nobody else does.
         if self.may_pause && !self.others_wait(queue, slot) {
+            crate::client::budget::count_pause();
             return Flow::Pause;
         }
         if !self.budget.exceeded(held) {

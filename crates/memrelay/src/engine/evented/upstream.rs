@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use memrelay_protocol::{Expect, Parse, Reply, ReplyParser};
 
-use crate::relay::stream::{Move, Streaming, CLIENT_PATIENCE, HOLD_LIMIT, STREAM_AFTER, TOO_LARGE_LINE};
+use crate::relay::stream::{
+    Move, Streaming, CLIENT_PATIENCE, HOLD_LIMIT, PROGRESS_BYTES, STREAM_AFTER, TOO_LARGE_LINE,
+};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
@@ -116,11 +118,6 @@ const RELAY_IN_PLACE: usize = 64 * 1024;
 
 /// Idle time after which a connection is checked (one non-blocking peek) before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
-
-/// A reply that takes longer than the server timeout must bring this many bytes per timeout to
-/// count as progress: a server dribbling a value (a byte at a time) is failed after the timeout,
-/// not waited for while the requests behind its reply wait too.
-const PROGRESS_BYTES: usize = 64 * 1024;
 
 impl Upstream {
     /// A connection to `addr` (through `tls` when given); a reply value longer than

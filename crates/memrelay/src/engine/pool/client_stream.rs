@@ -1,10 +1,11 @@
 //! A reply a pool worker streams to its client ([`crate::relay::stream`]): the worker reads the
-//! server's reply and writes it to the client socket as it arrives, waiting on the socket when
-//! the client reads slowly, so a slow client slows the read from the server and never grows
-//! memrelay's memory. Time spent waiting on the client does not count against the server. A
-//! worker is shared by every client, so it waits on one for the server timeout at most (not the
-//! evented engine's [`crate::relay::stream::CLIENT_PATIENCE`]): a client that takes nothing for
-//! that long is cut off and the worker goes on to the others.
+//! server's reply and writes it to the client socket as it arrives. A worker is shared by every
+//! client, so it waits on a slow client only while no other request waits for a worker, and then
+//! for the server timeout at most (a client that takes nothing for that long is cut off). While
+//! others wait, what the socket does not take is held (it goes to the net thread with the job),
+//! up to what the client's byte budget leaves ([`crate::client::budget`]); past that the client is
+//! cut off and the worker goes on to the others. Time spent waiting on the client does not count
+//! against the server.
 
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -22,7 +23,7 @@ use crate::upstream::failure::Failure;
 /// connection is dropped (it is out of step); [`Failure::ClientGone`] is the client's doing.
 pub(super) fn stream_reply(
     conn: &mut ServerConn,
-    client: &TcpStream,
+    client: &mut ClientSink,
     expect: Expect,
     deadline: Instant,
     timeout: Duration,
@@ -47,11 +48,12 @@ pub(super) fn stream_reply(
             Move::Done(_) | Move::Invalid(_) => return Err(conn.abandon(Failure::BadReply)),
         };
         if !send.is_empty() {
-            if let Err(failure) = write_waiting(client, send, timeout) {
-                return Err(conn.abandon(failure));
+            match client.send(send) {
+                // The server is not late for the time the client took.
+                Ok(true) => deadline = deadline.max(Instant::now() + timeout),
+                Ok(false) => {}
+                Err(failure) => return Err(conn.abandon(failure)),
             }
-            // The server is not late for the time the client took.
-            deadline = deadline.max(Instant::now() + timeout);
         }
         conn.input.consume(consume);
     }
@@ -67,12 +69,16 @@ pub(super) fn stream_merged(
     servers: &mut [ServerConn],
     targets: &[usize],
     merge: &mut Merge,
-    client: &TcpStream,
+    client: &mut ClientSink,
     timeout: Duration,
     ends: &mut Vec<Result<(), Failure>>,
 ) -> Result<Reply, Failure> {
     ends.clear();
     ends.resize(targets.len(), Err(Failure::Cut));
+    // The part last read, and its deadline: a server has the timeout from when its part's turn
+    // came (the time it waited for the others and for the client is not its own), and keeps it
+    // while its part is read on (so a server dribbling its part is failed after the timeout).
+    let mut reading: Option<(usize, Instant)> = None;
     let result = loop {
         let step = merge.next(|p| servers[targets[p]].input.pending());
         let (part, send, consume): (usize, &[u8], usize) = match step {
@@ -81,13 +87,15 @@ pub(super) fn stream_merged(
             MergeMove::Drop { part, n } => (part, &[], n),
             MergeMove::End => (0, END, 0),
             MergeMove::Need(part) => {
-                // The server has the timeout from now: the time its part waited for the others
-                // and for the client is not its own.
-                let mut deadline = Instant::now() + timeout;
+                let mut deadline = match reading {
+                    Some((last, deadline)) if last == part => deadline,
+                    _ => Instant::now() + timeout,
+                };
                 if let Err(failure) = servers[targets[part]].read_more(&mut deadline) {
                     ends[part] = Err(failure);
                     break Err(failure);
                 }
+                reading = Some((part, deadline));
                 continue;
             }
             MergeMove::Done(reply) => break Ok(reply),
@@ -102,8 +110,11 @@ pub(super) fn stream_merged(
             }
         };
         if !send.is_empty() {
-            if let Err(failure) = write_waiting(client, send, timeout) {
-                break Err(failure);
+            match client.send(send) {
+                // The client took time: the part being read has its timeout from now.
+                Ok(true) => reading = None,
+                Ok(false) => {}
+                Err(failure) => break Err(failure),
             }
         }
         servers[targets[part]].input.consume(consume);
@@ -124,29 +135,74 @@ pub(super) fn stream_merged(
     result
 }
 
-/// Writes all of `bytes` to the non-blocking `socket`, waiting up to `patience` each time it
-/// is full.
-fn write_waiting(mut socket: &TcpStream, mut bytes: &[u8], patience: Duration) -> Result<(), Failure> {
-    while !bytes.is_empty() {
-        match socket.write(bytes) {
-            Ok(0) => return Err(Failure::ClientGone),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if !writable_within(socket, patience) {
-                    return Err(Failure::ClientGone);
+/// Where a streamed reply goes: the client's socket as it takes bytes; what it does not take is
+/// held (in order) while other requests wait for a worker, else waited for.
+pub(super) struct ClientSink<'a> {
+    pub socket: &'a TcpStream,
+    /// What the socket has not taken yet, in order: the net thread sends it after the worker.
+    pub held: &'a mut Vec<u8>,
+    /// The most that may be held before the client is cut off: what its budget leaves.
+    pub room: usize,
+    /// Whether other requests wait for a worker now.
+    pub others_wait: &'a dyn Fn() -> bool,
+    /// How long the client may take nothing while the worker waits on it.
+    pub patience: Duration,
+}
+
+impl ClientSink<'_> {
+    /// Sends `bytes` after what is held. Returns whether the worker waited on the client;
+    /// [`Failure::ClientGone`] when it is gone, took nothing for the patience, or would make
+    /// memrelay hold more than its room (then it is counted as cut off).
+    pub fn send(&mut self, mut bytes: &[u8]) -> Result<bool, Failure> {
+        let mut waited = false;
+        loop {
+            if !self.held.is_empty() {
+                let taken = write_now(self.socket, self.held)?;
+                self.held.drain(..taken);
+            }
+            if self.held.is_empty() {
+                let taken = write_now(self.socket, bytes)?;
+                bytes = &bytes[taken..];
+                if bytes.is_empty() {
+                    return Ok(waited);
                 }
             }
+            // The socket is full.
+            if (self.others_wait)() {
+                if self.held.len() + bytes.len() > self.room {
+                    crate::client::budget::count_cut_off();
+                    return Err(Failure::ClientGone);
+                }
+                self.held.extend_from_slice(bytes);
+                return Ok(waited);
+            }
+            if !writable_within(self.socket, self.patience, self.others_wait) {
+                return Err(Failure::ClientGone);
+            }
+            waited = true;
+        }
+    }
+}
+
+/// Writes what the non-blocking `socket` takes of `bytes` now; how much it took.
+fn write_now(mut socket: &TcpStream, bytes: &[u8]) -> Result<usize, Failure> {
+    let mut taken = 0;
+    while taken < bytes.len() {
+        match socket.write(&bytes[taken..]) {
+            Ok(0) => return Err(Failure::ClientGone),
+            Ok(n) => taken += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(_) => return Err(Failure::ClientGone),
         }
     }
-    Ok(())
+    Ok(taken)
 }
 
-/// Waits until `socket` takes bytes again; false once the client has taken nothing from its
-/// socket for `patience` (a client reading a byte at a time makes progress long before the
-/// socket reports room).
-fn writable_within(socket: &TcpStream, patience: Duration) -> bool {
+/// Waits until `socket` takes bytes again, or other requests come to wait for a worker (true
+/// either way); false once the client has taken nothing from its socket for `patience` (a
+/// client reading a byte at a time makes progress long before the socket reports room).
+fn writable_within(socket: &TcpStream, patience: Duration, others_wait: &dyn Fn() -> bool) -> bool {
     let fd = socket.as_raw_fd();
     let mut until = Instant::now() + patience;
     let mut queued = unsent_in_socket(fd);
@@ -163,6 +219,9 @@ fn writable_within(socket: &TcpStream, patience: Duration) -> bool {
             0 => {}
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
             _ => return false,
+        }
+        if others_wait() {
+            return true;
         }
         let now_queued = unsent_in_socket(fd);
         if now_queued < queued {

@@ -20,6 +20,9 @@ pub(crate) struct Job {
     pub request: Option<Request>,
     /// The round-robin number the net thread assigned (seed 000 section 1.3).
     pub rr: usize,
+    /// The most of a streamed reply the worker may hold for the client when its socket is full
+    /// and others wait: what the client's byte budget leaves ([`crate::client::budget`]).
+    pub room: usize,
     /// The reply to the client; `reply[written..]` is what the socket did not take.
     pub reply: Vec<u8>,
     pub written: usize,
@@ -41,6 +44,7 @@ impl Job {
             input: Vec::new(),
             request: None,
             rr: 0,
+            room: 0,
             reply: Vec::new(),
             written: 0,
             cut: false,

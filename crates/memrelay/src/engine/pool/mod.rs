@@ -13,9 +13,10 @@
 mod client_stream;
 mod job;
 mod net;
+mod queue;
 mod worker;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,7 @@ use crate::settings::Settings;
 use crate::startup::{self, Error, Runtime};
 use job::Job;
 use net::NetThread;
+use queue::Queue;
 use worker::Worker;
 
 /// How long stopping waits for workers after the net thread returned (the queue is drained by
@@ -56,9 +58,11 @@ pub(crate) fn run(settings: Settings, shutdown: Arc<AtomicBool>, reload: Option<
     let (queue_in, queue_out) = crossbeam_channel::unbounded::<Box<Job>>();
     let (done_in, done_out) = crossbeam_channel::unbounded::<Box<Job>>();
     let mut worker_threads = Vec::with_capacity(workers);
+    let idle = Arc::new(AtomicUsize::new(0));
     for id in 0..workers {
         let worker = Worker::new(&settings, &runtime, runtime.recorder(id + 1));
-        let (queue, done, waker) = (queue_out.clone(), done_in.clone(), Arc::clone(&waker));
+        let queue = Queue::new(queue_out.clone(), Arc::clone(&idle));
+        let (done, waker) = (done_in.clone(), Arc::clone(&waker));
         worker_threads.push(startup::spawn(&format!("worker-{id}"), move || {
             worker.run(queue, done, move || {
                 let _ = waker.wake();

@@ -84,6 +84,7 @@ impl NetThread {
         job.socket = Some(Arc::clone(&session.socket));
         job.input.extend_from_slice(&session.pending()[..request.consumed]);
         job.rr = self.round_robin;
+        job.room = self.clients.budget.room(session.held());
         if request.command.is_read() {
             self.round_robin = self.round_robin.wrapping_add(1);
         }

@@ -7,12 +7,13 @@ use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{RecvTimeoutError, Sender};
 use memrelay_protocol::{parse_request, Limits, Parse, Request, Status};
 use mio::net::TcpStream;
 
-use super::client_stream;
+use super::client_stream::{self, ClientSink};
 use super::job::Job;
+use super::queue::Queue;
 use crate::generation::{Current, Generation};
 use crate::measure::metrics::{kind_of, Recorder};
 use crate::relay::exchange::{Exchange, Step};
@@ -56,6 +57,11 @@ pub(crate) struct Worker {
     latencies: Vec<Duration>,
     /// How each part of a merged reply ended.
     ends: Vec<Result<(), Failure>>,
+    /// The streamed reply's bytes its client's socket did not take (they go with the job).
+    held: Vec<u8>,
+    /// The queue this worker takes jobs from (once it runs): whether other requests wait for a
+    /// worker.
+    queue: Option<Queue>,
     recorder: Recorder,
 }
 
@@ -73,6 +79,8 @@ impl Worker {
             dropped: Vec::new(),
             latencies: Vec::new(),
             ends: Vec::new(),
+            held: Vec::new(),
+            queue: None,
             current: Arc::clone(&runtime.current),
             registry: Arc::clone(&runtime.registry),
             server_tls: runtime.server_tls.clone(),
@@ -110,13 +118,15 @@ impl Worker {
     }
 
     /// Serves jobs until the queue is closed and empty.
-    pub fn run(mut self, queue: Receiver<Box<Job>>, done: Sender<Box<Job>>, wake_net: impl Fn()) {
+    pub fn run(mut self, queue: Queue, done: Sender<Box<Job>>, wake_net: impl Fn()) {
         let clock = self.recorder.clock();
+        self.queue = Some(queue);
         loop {
             let now = Instant::now();
             self.recorder.roll(now);
             let until_window_end = clock.end_of(clock.index(now)).saturating_duration_since(now);
-            match queue.recv_timeout(until_window_end) {
+            let job = self.queue.as_ref().expect("set above").take(until_window_end);
+            match job {
                 Ok(mut job) => {
                     self.serve(&mut job);
                     if done.send(job).is_err() {
@@ -142,7 +152,7 @@ impl Worker {
         let router = &self.generation.router;
         let mut step = exchange.start(&request, &job.input, job.rr, router, policy, &*self.health, Instant::now());
         while let Step::Send { from, deadline } = step {
-            let client = job.socket.as_deref();
+            let client = job.socket.as_deref().map(|socket| (socket, job.room));
             if let Some(streamed) = self.round(&exchange, &request, &job.input, from, deadline, client) {
                 exchange.note_streamed();
                 job.cut = streamed.is_err();
@@ -162,8 +172,13 @@ impl Worker {
             &mut self.cursors,
             &mut job.reply,
         );
-        // A worker writes its replies from the job's buffer.
+        // A worker writes its replies from the job's buffer, after what a stream left held.
         bytes.copy_into(answers(servers, results), &mut job.reply);
+        if !self.held.is_empty() {
+            self.held.extend_from_slice(&job.reply);
+            std::mem::swap(&mut self.held, &mut job.reply);
+            crate::buffer::clear_and_trim(&mut self.held, 64 * 1024);
+        }
         write_to_client(job);
         job.times.reply_written = Instant::now();
         // Counted out at the instant its response time ends.
@@ -208,7 +223,8 @@ impl Worker {
     /// gate fails it at once), then reads every reply; `self.results[i]` says how target i went
     /// (the results before `from` are kept). With `client` (the request [may
     /// stream](Exchange::may_stream)), a reply of a round of one target too long to hold goes to
-    /// the client as it arrives: then the stream's end (a cut stream is an error) is returned.
+    /// the client as it arrives (the client's socket, and the room its budget leaves, for what
+    /// the socket does not take): then the stream's end (a cut stream is an error) is returned.
     fn round(
         &mut self,
         exchange: &Exchange,
@@ -216,7 +232,7 @@ impl Worker {
         input: &[u8],
         from: usize,
         deadline: Instant,
-        client: Option<&TcpStream>,
+        client: Option<(&TcpStream, usize)>,
     ) -> Option<Result<(), Failure>> {
         let outgoing = exchange.outgoing(request, input);
         let started = Instant::now();
@@ -257,9 +273,13 @@ impl Worker {
             self.results[i] = match received {
                 Ok(Received::Whole(_)) => Ok(server),
                 Ok(Received::Long) if single.is_some() => {
-                    let client = single.expect("checked above");
+                    let (socket, room) = single.expect("checked above");
                     let timeout = self.generation.server_timeout;
-                    let result = client_stream::stream_reply(conn, client, expect, deadline, timeout);
+                    let queue = self.queue.as_ref();
+                    let others_wait = || queue.is_some_and(Queue::others_wait);
+                    let held = &mut self.held;
+                    let mut sink = ClientSink { socket, held, room, others_wait: &others_wait, patience: timeout };
+                    let result = client_stream::stream_reply(conn, &mut sink, expect, deadline, timeout);
                     streamed = Some(result.map(|reply| conn.set_reply(reply)));
                     result.map(|_| server).map_err(Sent)
                 }
@@ -316,13 +336,18 @@ impl Worker {
         exchange: &Exchange,
         request: &Request,
         input: &[u8],
-        client: &TcpStream,
+        (socket, room): (&TcpStream, usize),
     ) -> Result<(), Failure> {
         let mut merge = exchange.merge(request, input, self.max_value_len);
         let targets = exchange.targets();
         let timeout = self.generation.server_timeout;
         let mut ends = std::mem::take(&mut self.ends);
-        let result = client_stream::stream_merged(&mut self.servers, targets, &mut merge, client, timeout, &mut ends);
+        let queue = self.queue.as_ref();
+        let others_wait = || queue.is_some_and(Queue::others_wait);
+        let held = &mut self.held;
+        let mut sink = ClientSink { socket, held, room, others_wait: &others_wait, patience: timeout };
+        let servers = &mut self.servers;
+        let result = client_stream::stream_merged(servers, targets, &mut merge, &mut sink, timeout, &mut ends);
         for (p, &server) in targets.iter().enumerate() {
             self.results[p] = ends[p].map(|()| server).map_err(Sent);
             if ends[p].is_ok() {
