@@ -2,9 +2,11 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 VENV := lab/.venv
+# The tests' binaries: cargo's release-tests profile (release without LTO), for every suite.
+TEST_BIN := $(CURDIR)/target/release-tests
 LAB := $(VENV)/bin/memrelay-lab
 
-.PHONY: all deps build demo test test-rust test-lab test-clients test-bench lint bench fuzz docs clean
+.PHONY: all deps build build-tests demo test check test-rust test-lab test-clients test-bench lint bench fuzz docs clean
 
 all: build
 
@@ -14,41 +16,49 @@ deps:
 build: deps
 	$(CARGO) build --release --workspace --bins
 
+build-tests: deps
+	$(CARGO) build --profile release-tests --workspace --bins
+
 # A small real experiment end to end; prints where its report is.
 demo: build
 	@scripts/demo.sh
 
-# The report test opens report.html in a real headless browser: tests install Debian's chromium.
-test test-lab: export WITH_CHROMIUM := 1
-test: build lint
+# Every suite, each stage timed (the times are printed at the end): scripts/test.sh.
+test:
+	@scripts/test.sh
+
+# The edit loop, about 3 minutes once built: formatting, clippy, the unit tests and the Rust
+# integration tests; it leaves out the lab, the Python clients, the client matrix and the bench
+# tests (docs/testing.md).
+check: lint
 	$(CARGO) test --profile release-tests --workspace
-	$(MAKE) --no-print-directory test-lab
-	$(MAKE) --no-print-directory test-clients
-	$(MAKE) --no-print-directory test-bench
+
+# The report test opens report.html in a real headless browser: tests install Debian's chromium.
+test-lab: export WITH_CHROMIUM := 1
 
 # Style and lints are part of the tests: unformatted code or any clippy warning fails `make test`.
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-test-rust: build
+test-rust: deps
 	$(CARGO) test --profile release-tests --workspace
 
-test-lab: deps
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest lab/tests -q -rs --durations=12
+test-lab: build-tests
+	MEMRELAY_BIN_DIR=$(TEST_BIN) $(VENV)/bin/python -m pytest lab/tests -q -rs --durations=12
 
 # memrelay driven by real Python clients (pymemcache, meta-memcache) and libmemcached's
 # memccp/memccat, against memcached as the reference (tests/python; builds nothing); then the
 # client matrix (tests/clients: gomemcache, spymemcached, xmemcached, node memcached, memjs,
 # pymemcache, pylibmc, built by scripts/install-clients.sh), a server killed and restarted.
-test-clients: deps
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/python -q
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/clients -q -rs --durations=5
+test-clients: build-tests
+	MEMRELAY_BIN_DIR=$(TEST_BIN) $(VENV)/bin/python -m pytest tests/python -q
+	MEMRELAY_BIN_DIR=$(TEST_BIN) $(VENV)/bin/python -m pytest tests/clients -q -rs --durations=5
 
 # The bench's peers do each row's job (keys read back from the servers) and its work check
 # catches one that does not; memcached's proxy only with MEMCACHED_PROXY set.
-test-bench: deps
-	MEMRELAY_BIN_DIR=$(CURDIR)/target/release $(VENV)/bin/python -m pytest tests/bench -q -rs
+test-bench: build-tests
+	MEMRELAY_BIN_DIR=$(TEST_BIN) $(VENV)/bin/python -m pytest tests/bench -q -rs
 
 # Side-by-side throughput, p99 and CPU per request of memcached, twemproxy, memcached's proxy
 # (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1); then
