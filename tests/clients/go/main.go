@@ -5,7 +5,8 @@
 //
 //	script: a fixed sequence of set/get/multi-get/delete/add/incr/cas; "answers" lists what
 //	        each call returned, to compare memcached with memrelay.
-//	load:   set/get/multi-get/delete in a loop for -seconds; ok/error counts per 100 ms bucket
+//	load:   set/get/multi-get/delete in a loop for -seconds (or -ops operations, if fewer);
+//	        ok/error counts per 100 ms bucket
 //	        ("timeline") and the last acknowledged write of each key ("acked").
 //	probe:  two sets against a server that answers one fixed line; what the library made of it.
 package main
@@ -162,9 +163,10 @@ func (r *runner) script(prefix string) {
 	r.answer("set 2 MiB", mc.Set(&memcache.Item{Key: key(40), Value: make([]byte, 2<<20)}))
 }
 
-// load runs set/get/multi-get/delete over -keys keys for -seconds; each key's writes carry a
-// sequence number so a later check can tell which acknowledged write is the latest.
-func (r *runner) load(prefix string, keys int, seconds float64) {
+// load runs set/get/multi-get/delete over -keys keys for -seconds, or until it has done maxOps
+// operations when that is not 0; each key's writes carry a sequence number so a later check can
+// tell which acknowledged write is the latest.
+func (r *runner) load(prefix string, keys int, seconds float64, maxOps int) {
 	s := r.s
 	s.Acked = map[string]int{}
 	s.Attempted = map[string][]string{}
@@ -172,7 +174,7 @@ func (r *runner) load(prefix string, keys int, seconds float64) {
 	buckets := map[int64]*[3]int64{}
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 	seq := 0
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && (maxOps == 0 || seq < maxOps) {
 		i := seq % keys
 		k := fmt.Sprintf("%sk%d", prefix, i)
 		var err error
@@ -264,6 +266,7 @@ func main() {
 	prefix := flag.String("prefix", "go:", "key prefix")
 	keys := flag.Int("keys", 50, "keys in load mode")
 	seconds := flag.Float64("seconds", 3, "duration of load mode")
+	ops := flag.Int("ops", 0, "load mode: stop after this many operations (0: none)")
 	flag.Parse()
 	mc := memcache.New(*addr)
 	mc.Timeout = 1 * time.Second
@@ -275,7 +278,7 @@ func main() {
 	case "script":
 		r.script(*prefix)
 	case "load":
-		r.load(*prefix, *keys, *seconds)
+		r.load(*prefix, *keys, *seconds, *ops)
 	case "probe":
 		r.probe(*prefix)
 	default:

@@ -15,6 +15,7 @@ const mode = args.mode || 'script';
 const prefix = args.prefix || 'node:';
 const nkeys = Number(args.keys || 50);
 const seconds = Number(args.seconds || 3);
+const maxOps = Number(args.ops || 0); // load: stop after this many operations (0: none)
 const lib = args.lib || 'memcached';
 const timeoutS = Number(args.timeout || 1); // the library's timeouts
 
@@ -133,7 +134,7 @@ async function load(m) {
   const buckets = new Map();
   const deadline = Date.now() + seconds * 1000;
   let seq = 0;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && (maxOps === 0 || seq < maxOps)) {
     const i = seq % nkeys;
     const k = `${prefix}k${i}`;
     const op = (seq + Math.floor(seq / nkeys)) % 10; // shifts each round: every key sees every op

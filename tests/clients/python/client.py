@@ -176,13 +176,13 @@ class Run:
         self.call("touch missing", lib.touch, key(31), 100)
         self.call("set 2 MiB", lib.set, key(40), "x" * (2 << 20))
 
-    def load(self, prefix: str, keys: int, seconds: float):
+    def load(self, prefix: str, keys: int, seconds: float, max_ops: int = 0):
         lib, s = self.lib, self.s
         s["acked"], s["attempted"], s["acked_at"], s["stale_reads"] = {}, {}, {}, 0
         buckets: dict[int, list[int]] = {}
         deadline = time.monotonic() + seconds
         seq = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and (max_ops == 0 or seq < max_ops):
             i = seq % keys
             k = f"{prefix}k{i}"
             op = (seq + seq // keys) % 10  # shifts each round: every key sees every op
@@ -247,6 +247,7 @@ def main() -> int:
     p.add_argument("--prefix", default="py:")
     p.add_argument("--keys", type=int, default=50)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--ops", type=int, default=0, help="load: stop after this many operations (0: none)")
     p.add_argument("--timeout", type=float, default=1.0, help="the library's connect/receive timeout, s")
     a = p.parse_args()
     lib = (Pymemcache if a.lib == "pymemcache" else Pylibmc)(a.addr, a.binary, a.timeout)
@@ -255,7 +256,7 @@ def main() -> int:
     if a.mode == "script":
         run.script(a.prefix)
     elif a.mode == "load":
-        run.load(a.prefix, a.keys, a.seconds)
+        run.load(a.prefix, a.keys, a.seconds, a.ops)
     else:
         run.probe(a.prefix)
     run.s["seconds"] = time.monotonic() - start

@@ -5,9 +5,10 @@
 
 // TLS is the evented engine's alone: no per-engine suite here.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::thread;
 use std::time::Duration;
 
 use crate::common::certs::{read_until, rustls_client, start_tls_relay};
@@ -19,9 +20,21 @@ fn start_tls(dir: &Path, servers: &[&Memcached], extra: &[&str]) -> (Memrelay, u
     start_tls_relay(&cert, &key, servers, extra)
 }
 
+/// What `openssl s_client` did: whether it exited with success, and what it printed on stdout
+/// (memrelay's replies) and stderr (its account of the handshake).
+struct SClient {
+    success: bool,
+    out: String,
+    err: String,
+}
+
 /// Sends `input` through `openssl s_client` (verifying memrelay's certificate against it) and
-/// returns what came back; `input` should end with `quit`, which closes the connection.
-fn s_client(port: u16, ca: &Path, input: &[u8], extra: &[&str]) -> (bool, String) {
+/// returns what it did; `input` should end with `quit`, which closes the connection.
+///
+/// s_client may exit before it has taken all of `input`: a refused handshake ends it at once. The
+/// write then fails (a broken pipe), an outcome like any other: its exit status and what it
+/// printed say what happened. A child still running after 10 s is killed (and counts as failed).
+fn s_client(port: u16, ca: &Path, input: &[u8], extra: &[&str]) -> SClient {
     let mut child = Command::new("openssl")
         .args(["s_client", "-connect", &format!("127.0.0.1:{port}"), "-quiet", "-ign_eof", "-verify_return_error"])
         .arg("-CAfile")
@@ -29,17 +42,32 @@ fn s_client(port: u16, ca: &Path, input: &[u8], extra: &[&str]) -> (bool, String
         .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("openssl s_client");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let ok = wait_for(Duration::from_secs(10), || child.try_wait().unwrap().is_some());
-    if !ok {
+    // Read both outputs beside the write, so that neither a full pipe nor a child that never
+    // exits holds the test up.
+    let read_all = |mut from: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = from.read_to_end(&mut text);
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let out = read_all(Box::new(child.stdout.take().unwrap()));
+    let err = read_all(Box::new(child.stderr.take().unwrap()));
+    let mut stdin = child.stdin.take().unwrap();
+    match stdin.write_all(input) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => {} // it exited first: judged below
+        Err(e) => panic!("writing to openssl s_client: {e}"),
+    }
+    drop(stdin);
+    if !wait_for(Duration::from_secs(10), || child.try_wait().unwrap().is_some()) {
         kill_and_reap(&mut child);
     }
-    (child.wait().map(|s| s.success()).unwrap_or(false), out)
+    let success = child.wait().map(|s| s.success()).unwrap_or(false);
+    SClient { success, out: out.join().unwrap(), err: err.join().unwrap() }
 }
 
 #[test]
@@ -49,9 +77,9 @@ fn openssl_s_client_and_a_rustls_client_speak_to_memcached_through_tls() {
     let (relay, port) = start_tls(dir.path(), &[&server], &[]);
     let ca = dir.path().join("ca.pem");
     let before = server.stats()["cmd_set"];
-    let (ok, out) = s_client(port, &ca, b"set a 0 0 2\r\nhi\r\nget a\r\nversion\r\nquit\r\n", &[]);
-    assert!(ok, "s_client failed: {out}");
-    assert_eq!(out, "STORED\r\nVALUE a 0 2\r\nhi\r\nEND\r\nVERSION 1.6.0\r\n");
+    let run = s_client(port, &ca, b"set a 0 0 2\r\nhi\r\nget a\r\nversion\r\nquit\r\n", &[]);
+    assert!(run.success, "s_client failed: {}{}", run.out, run.err);
+    assert_eq!(run.out, "STORED\r\nVALUE a 0 2\r\nhi\r\nEND\r\nVERSION 1.6.0\r\n");
     assert_eq!(server.stats()["cmd_set"], before + 1);
     assert_eq!(server.get_raw("a").as_deref(), Some(&b"hi"[..]));
     // A rustls client pipelining 2,000 requests and a large value, over TLS 1.3.
@@ -83,9 +111,9 @@ fn logging_in_and_access_rules_work_the_same_over_tls() {
     let rule = r#"{ identity = "alice", prefixes = ["a:"] }"#;
     let (_relay, port) = start_tls(dir.path(), &[&server], &["--auth-file", users.to_str().unwrap(), "--access", rule]);
     let input = b"get a:1\r\nset auth 0 0 12\r\nalice secret\r\nset a:1 0 0 1\r\nx\r\nget b:1\r\nquit\r\n";
-    let (ok, out) = s_client(port, &dir.path().join("ca.pem"), input, &[]);
-    assert!(ok, "{out}");
-    assert_eq!(out, "CLIENT_ERROR unauthenticated\r\nSTORED\r\nSTORED\r\nCLIENT_ERROR key not allowed\r\n");
+    let run = s_client(port, &dir.path().join("ca.pem"), input, &[]);
+    assert!(run.success, "{}{}", run.out, run.err);
+    assert_eq!(run.out, "CLIENT_ERROR unauthenticated\r\nSTORED\r\nSTORED\r\nCLIENT_ERROR key not allowed\r\n");
     assert_eq!(server.get_raw("a:1").as_deref(), Some(&b"x"[..]));
 }
 
@@ -95,8 +123,16 @@ fn the_minimum_version_and_clients_without_tls_are_refused_without_harm() {
     let server = Memcached::start();
     let (relay, port) = start_tls(dir.path(), &[&server], &["--tls-min-version", "1.3"]);
     let ca = dir.path().join("ca.pem");
-    let (ok, _) = s_client(port, &ca, b"version\r\nquit\r\n", &["-tls1_2"]);
-    assert!(!ok, "a TLS 1.2 handshake was taken with --tls-min-version 1.3");
+    // A TLS 1.2 client is refused in the handshake, with TLS's own alert for it: s_client fails
+    // (it may exit before it has taken its input), and memrelay answers nothing.
+    let run = s_client(port, &ca, b"version\r\nquit\r\n", &["-tls1_2"]);
+    assert!(
+        !run.success && run.out.is_empty() && run.err.contains("alert protocol version"),
+        "a TLS 1.2 client with --tls-min-version 1.3: exit success {}, replies {:?}, stderr {}",
+        run.success,
+        run.out,
+        run.err
+    );
     // Plain text on the TLS port: the connection is closed, nothing is sent to a server.
     let before = server.stats()["cmd_get"];
     let mut plain = Client::connect(&format!("127.0.0.1:{port}"));
@@ -104,8 +140,8 @@ fn the_minimum_version_and_clients_without_tls_are_refused_without_harm() {
     assert!(plain.closed_within(Duration::from_secs(5)).is_some(), "plain text on the TLS port stayed open");
     assert_eq!(server.stats()["cmd_get"], before);
     // Others are served all along.
-    let (ok, out) = s_client(port, &ca, b"version\r\nquit\r\n", &[]);
-    assert!(ok && out == "VERSION 1.6.0\r\n", "{out}");
+    let run = s_client(port, &ca, b"version\r\nquit\r\n", &[]);
+    assert!(run.success && run.out == "VERSION 1.6.0\r\n", "{}{}", run.out, run.err);
     assert_eq!(relay.client().line(b"version\r\n"), "VERSION 1.6.0\r\n");
 }
 

@@ -183,10 +183,11 @@ public final class Main {
   static final Map<String, List<String>> attempted = new TreeMap<>();
   static final Map<Long, long[]> buckets = new TreeMap<>();
 
-  static void load(Lib m, String p, int nkeys, double seconds) throws InterruptedException {
+  /** For `seconds`, or until it has done `maxOps` operations when that is not 0. */
+  static void load(Lib m, String p, int nkeys, double seconds, int maxOps) throws InterruptedException {
     long deadline = System.nanoTime() + (long) (seconds * 1e9);
     int seq = 0;
-    while (System.nanoTime() < deadline) {
+    while (System.nanoTime() < deadline && (maxOps == 0 || seq < maxOps)) {
       int i = seq % nkeys;
       String k = key(p, i);
       int op = (seq + seq / nkeys) % 10; // shifts each round: every key sees every op
@@ -247,7 +248,8 @@ public final class Main {
     long start = System.nanoTime();
     switch (mode) {
       case "script": script(m, prefix); break;
-      case "load": load(m, prefix, Integer.parseInt(a.getOrDefault("keys", "50")), Double.parseDouble(a.getOrDefault("seconds", "3"))); break;
+      case "load": load(m, prefix, Integer.parseInt(a.getOrDefault("keys", "50")), Double.parseDouble(a.getOrDefault("seconds", "3")),
+          Integer.parseInt(a.getOrDefault("ops", "0"))); break;
       case "probe": probe(m, prefix); break;
       default: throw new IllegalArgumentException("unknown --mode " + mode);
     }
