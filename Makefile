@@ -62,7 +62,8 @@ test-bench: build-tests
 
 # Side-by-side throughput, p99 and CPU per request of memcached, twemproxy, memcached's proxy
 # (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1); then
-# stalled handshakes, hostile metrics connections, and how cost grows with value size, keys per
+# stalled handshakes, hostile metrics connections, clients that never read on shared server
+# connections (results/bench/sharing), and how cost grows with value size, keys per
 # get, idle connections and large replies (scripts/bench_memory.py, figures in results/bench/memory).
 bench: build
 	@scripts/bench.sh

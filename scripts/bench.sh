@@ -3,7 +3,9 @@
 # with 1 and K threads side by side (see scripts/bench_proxies.py --help; extra arguments are
 # passed on to it, e.g. --profile or --measurement-cost), then other clients' p99 beside 1,000
 # stalled TLS handshakes (scripts/bench_handshakes.py), then the metrics endpoint's scrape p99
-# beside 1,000 hostile connections, over HTTP and HTTPS (scripts/bench_metrics.py), then how each
+# beside 1,000 hostile connections, over HTTP and HTTPS (scripts/bench_metrics.py), then honest
+# clients beside hostile ones that pipeline large gets and never read, on shared server connections
+# (scripts/bench_sharing.py), then how each
 # target's cost grows with value size, keys per get, idle connections and large replies, with
 # figures (scripts/bench_memory.py, in the lab's Python for matplotlib).
 set -euo pipefail
@@ -14,6 +16,8 @@ python3 scripts/bench_handshakes.py
 # Idle and dribbling connections to /metrics beside honest scrapes (their p99 with and without).
 python3 scripts/bench_metrics.py
 python3 scripts/bench_metrics.py --https
+# Honest clients beside clients that never read (or read slowly) on shared server connections.
+python3 scripts/bench_sharing.py
 # CPU per request and RSS as values, keys per get and connections grow (results/bench/memory/).
 python=lab/.venv/bin/python; [ -x "$python" ] || python=python3
 "$python" scripts/bench_memory.py

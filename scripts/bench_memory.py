@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import beforeafter, bigreplies, connections, human, peers, rss  # noqa: E402
 from benchlib.measure import measure, populate  # noqa: E402
 from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from benchlib.peers import with_option  # noqa: E402
 from benchlib.rows import Row  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,15 +96,6 @@ def cpu_rows() -> list[tuple[Row, str]]:
         rows.append((Row(f"get {count} keys of 1 KiB", "0:1", CLIENTS, multiget=count, data_size=1 * KIB,
                          keys=SIZES[1 * KIB], key_prefix=f"v{1 * KIB}-"), "get"))
     return rows
-
-
-def with_option(argv: list[str], option: str, value: str) -> list[str]:
-    """argv with `option value` set: replaced where the option is there, appended where not."""
-    if option in argv:
-        argv = list(argv)
-        argv[argv.index(option) + 1] = value
-        return argv
-    return argv + [option, value]
 
 
 def memcached_argv(port: int, max_connections: int) -> list[str]:

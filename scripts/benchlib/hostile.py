@@ -1,8 +1,15 @@
-"""Hostile connections beside honest load (scripts/bench_handshakes.py, scripts/bench_metrics.py):
-an attacker process that holds a thousand connections to a port, half silent, half dribbling a
-byte a second (a TLS ClientHello, or an HTTP request head that never ends), opening a new one
-whenever the target closes one; the honest clients' load; and runs alternating alone and beside
-the attacker, so that the machine's noise hits both alike."""
+"""Hostile connections beside honest load (scripts/bench_handshakes.py, scripts/bench_metrics.py,
+scripts/bench_sharing.py): attacker processes, the honest clients' load, and runs alternating
+alone and beside the attacker, so that the machine's noise hits both alike.
+
+Two attackers, each a separate process (its CPU is its own), each opening a new connection
+whenever the target closes one and printing `ready`, then `closed by the target N` lines:
+
+- ATTACKER holds a thousand connections to a port, half silent, half dribbling a byte a second (a
+  TLS ClientHello, or an HTTP request head that never ends);
+- PIPELINER holds N memcached connections that each pipeline many `get`s of a large value and
+  then never read the replies, or read them slowly; with a process id and a limit it stops the
+  attack (closes every connection, prints `capped ...`) once that process's RSS passes the limit."""
 
 from __future__ import annotations
 
@@ -78,31 +85,148 @@ while True:
 """
 
 
-def run_load(bin_dir: Path, port: int, seconds: float, out: Path) -> dict:
-    """16 closed-loop memcached clients (1 write in 10) for `seconds`: their p99 (µs) and req/s."""
+# The pipelining attacker. argv: port, connections, `never` (never reads) or `slow` (reads 1 KB
+# per connection every 100 ms), the key, how many gets of it each connection pipelines, and
+# optionally a process id and an RSS limit in bytes (the attack stops once that process's VmRSS
+# passes it). The target may close a connection without the attacker seeing it (its FIN waits
+# behind the replies nobody reads): once a second the attacker looks at the target's side of
+# each connection in /proc/net/tcp and counts one that is no longer ESTABLISHED as closed.
+PIPELINER = r"""
+import resource, select, signal, socket, sys, time
+port, count, mode, key, times = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+watch_pid = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+limit = int(sys.argv[7]) if len(sys.argv) > 7 else 0
+request = ("get " + key + "\r\n").encode() * times
+def final_count(*_):
+    print("closed by the target", closed, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, final_count)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 100)), hard))
+poller = select.poll()
+conns = {}  # fd -> socket
+MASK = select.POLLRDHUP | select.POLLERR | select.POLLHUP
+def open_one():
+    s = socket.socket()
+    s.settimeout(1)
+    try:
+        s.connect(("127.0.0.1", port))
+        s.sendall(request)
+    except OSError:
+        s.close()
+        return
+    s.setblocking(False)
+    conns[s.fileno()] = s
+    poller.register(s, MASK)
+def drop(fd):
+    s = conns.pop(fd)
+    poller.unregister(fd)
+    s.close()
+def vmrss():
+    try:
+        with open(f"/proc/{watch_pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+def target_closed():
+    # The target's side of our connections (local port = the target's, remote = ours), by state.
+    ours = {s.getsockname()[1]: fd for fd, s in conns.items()}
+    seen = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote, state = fields[1], fields[2], fields[3]
+            if int(local.split(":")[1], 16) == port:
+                theirs = int(remote.split(":")[1], 16)
+                if theirs in ours and state == "01":
+                    seen.add(ours[theirs])
+    return [fd for fd in ours.values() if fd not in seen]
+for _ in range(count):
+    open_one()
+closed = 0
+capped = False
+started = time.monotonic()
+print("ready", flush=True)
+next_read = next_scan = time.monotonic()
+while True:
+    for fd, _ in poller.poll(20):
+        if fd in conns and not capped:
+            drop(fd)
+            closed += 1
+    now = time.monotonic()
+    if capped:
+        time.sleep(0.1)
+        continue
+    if limit and vmrss() > limit:
+        for fd in list(conns):
+            drop(fd)
+        capped = True
+        print(f"capped after {now - started:.3f} s", flush=True)
+        print("closed by the target", closed, flush=True)
+        continue
+    if mode == "slow" and now >= next_read:
+        next_read += 0.1
+        for fd, s in list(conns.items()):
+            try:
+                if not s.recv(1024):
+                    drop(fd)
+                    closed += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                drop(fd)
+                closed += 1
+    if now >= next_scan:
+        next_scan += 1
+        for fd in target_closed():
+            drop(fd)
+            closed += 1
+        print("closed by the target", closed, flush=True)
+    for _ in range(count - len(conns)):  # one try each per round: a target refusing them is not a busy loop
+        open_one()
+"""
+
+
+def run_load(bin_dir: Path, port: int, seconds: float, out: Path, clients: int = 16) -> dict:
+    """`clients` closed-loop memcached clients (1 write in 10, 32-byte values, keys memtier-0 to
+    memtier-9999) for `seconds`: their p99 (µs) and req/s, and the requests answered and not
+    (`unanswered`: sent and never answered, the connection lost or still waiting at the end).
+    p99 and req/s are over the answered ones: a run where some were not is not a clean one."""
     argv = [peers.find("memrelay-bench", bin_dir, "run `make build`"), "--server", f"127.0.0.1:{port}",
-            "--threads", "1", "--clients", "16", "--ratio", "1:9", "--key-maximum", "9999",
+            "--threads", "1", "--clients", str(clients), "--ratio", "1:9", "--key-maximum", "9999",
             "--test-time", str(seconds), "--json-out", str(out), "--quiet"]
-    subprocess.run(argv, check=True, timeout=seconds + 60, stdout=subprocess.DEVNULL)
+    out.unlink(missing_ok=True)
+    done = subprocess.run(argv, timeout=seconds + 60, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0 and (done.returncode != 1 or not out.exists()):  # 1 with JSON: every connection lost
+        raise RuntimeError(f"memrelay-bench exited with status {done.returncode}: {done.stderr.strip()[-500:]}")
     totals = json.loads(out.read_text())["totals"]
-    return {"p99_us": totals["latency_us"]["p99"], "throughput": totals["ops_per_sec"]}
+    return {"p99_us": totals["latency_us"]["p99"], "throughput": totals["ops_per_sec"],
+            "answered": totals["count"], "unanswered": totals.get("unanswered", 0)}
 
 
-def alternate(procs: Processes, work: Path, repetitions: int, attack: list[str], label: Callable[[str], str],
-              run: Callable[[], dict], check: Callable[[], None] = lambda: None) -> dict[str, list[dict]]:
+def alternate(procs: Processes, work: Path, repetitions: int, attack: list[str] | Callable[[], list[str]],
+              label: Callable[[str], str], run: Callable[[], dict], check: Callable[[], None] = lambda: None,
+              script: str = ATTACKER, before: Callable[[str], None] = lambda kind: None) -> dict[str, list[dict]]:
     """`run()` `repetitions` times alone ("quiet") and as often beside the attacker ("attacked",
-    ATTACKER with the arguments `attack`), alternating; each attacked run's result gets
-    `hostile_closed`, the attacker's count of its connections the target closed. `label(kind)`
-    says what a run is; `check()` after each run raises if the target is in trouble."""
+    `script` with the arguments `attack`, or those `attack()` gives at that run), alternating; each
+    attacked run's result gets `hostile_closed`, the attacker's count of its connections the target
+    closed, and `capped_after_s` where the attacker stopped at its RSS limit. `label(kind)` says
+    what a run is; `before(kind)` runs before each run and its attacker (e.g. starts a fresh
+    target); `check()` after each run raises if the target is in trouble."""
     runs: dict[str, list[dict]] = {"quiet": [], "attacked": []}
     log = work / "attacker.log"
     for _ in range(repetitions):
         for kind in ("quiet", "attacked"):
             done = len(runs["quiet"]) + len(runs["attacked"])
             print(f"[{done + 1}/{2 * repetitions}] {kind}: {label(kind)}", flush=True)
+            before(kind)
             attacker = None
             if kind == "attacked":
-                attacker = procs.start([sys.executable, "-c", ATTACKER] + attack, log)
+                attacker = procs.start([sys.executable, "-c", script] + (attack() if callable(attack) else attack), log)
                 wait_for_line(log, "ready", attacker)
             try:
                 runs[kind].append(run())
@@ -116,6 +240,8 @@ def alternate(procs: Processes, work: Path, repetitions: int, attack: list[str],
                         attacker.wait()
             if attacker is not None:
                 runs[kind][-1]["hostile_closed"] = closed_by_target(log)
+                if (after := capped_after(log)) is not None:
+                    runs[kind][-1]["capped_after_s"] = after
             check()
     return runs
 
@@ -124,6 +250,14 @@ def closed_by_target(log: Path) -> int:
     """The attacker's last count of its connections the target closed (0 before its first report)."""
     counts = [int(line.split()[-1]) for line in log.read_text().splitlines() if line.startswith("closed by the target")]
     return counts[-1] if counts else 0
+
+
+def capped_after(log: Path) -> float | None:
+    """Seconds after it got ready that the attacker stopped at its RSS limit (None: it did not)."""
+    for line in log.read_text().splitlines():
+        if line.startswith("capped after"):
+            return float(line.split()[2])
+    return None
 
 
 def wait_for_line(log: Path, line: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:

@@ -16,3 +16,14 @@ def size(value: float | None) -> str:
             text = f"{value / scale:,.1f}"
             return f"{text.removesuffix('.0')} {unit}"
     return f"{value:,.0f} B"
+
+
+def micros(value: float | None) -> str:
+    """A duration given in µs: "512 µs", "2.1 ms", "4.0 s" (never 1.7e+04)."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1_000_000:
+        return f"{value / 1_000_000:,.1f} s"
+    if abs(value) >= 1_000:
+        return f"{value / 1_000:,.1f} ms"
+    return f"{value:,.0f} µs"

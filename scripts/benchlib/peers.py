@@ -112,6 +112,15 @@ def memrelay_tls(argv: list[str], binary: str, engine: str, listen: int, work: P
                    "--server-tls-ca", str(f.ca)]
 
 
+def with_option(argv: list[str], option: str, value: str) -> list[str]:
+    """argv with `option value` set: replaced where the option is there, appended where not."""
+    if option in argv:
+        argv = list(argv)
+        argv[argv.index(option) + 1] = value
+        return argv
+    return argv + [option, value]
+
+
 def find(binary: str, bin_dir: Path, hint: str) -> str:
     for candidate in (bin_dir / binary, Path("/usr/sbin") / binary, Path("/usr/bin") / binary):
         if candidate.exists():
