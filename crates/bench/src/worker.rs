@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 
 use crate::config::{Config, Stop};
 use crate::conn::{Conn, ErrorNote, Gate, Notes, Schedule, SLACK_NS};
@@ -225,26 +225,89 @@ impl Worker {
         Ok(())
     }
 
+    /// One phase: sends and reads until the phase ends, handing main each full second's
+    /// statistics on the way; returns the last (partial) second and how it ended.
     fn run_phase(&mut self, kind: PhaseKind, start: Instant) -> Done {
-        let cfg = Arc::clone(&self.cfg);
         let clock = || start.elapsed().as_nanos() as u64;
+        let mut gate = self.gate(kind);
+        let grace_ns = (self.cfg.grace_s * 1e9) as u64;
+        let mut tally = self.prepare(gate.populate);
+        let mut second = 0u64;
+        let mut stopping = Stopping::default();
+        let mut ring = Ring::default();
+
+        let began_ns = clock();
+        for conn in self.conns.iter_mut().filter(|c| c.is_live()) {
+            tally.send(conn, self.poll.registry(), began_ns, &gate, &self.templates);
+        }
+
+        let ending = loop {
+            let now = clock();
+            second = self.hand_over_seconds(now, second, &mut tally);
+            let mut wait = boundary(second) - now;
+            // Open loop: before the stop check, so what was due before the end still goes out.
+            if let Some(next_due) = self.send_due(now, &gate, &mut ring, &mut tally) {
+                wait = wait.min(next_due);
+            }
+            gate.stopping = stopping.check(now, &self.stop, gate.end_ns);
+            if let Some(ending) = self.ended(now, &mut tally, &stopping, grace_ns) {
+                break ending;
+            }
+
+            if let Some(end) = gate.end_ns {
+                if now < end {
+                    wait = wait.min(end - now);
+                }
+            }
+            if let Some(since) = stopping.since {
+                wait = wait.min((since + grace_ns).saturating_sub(now));
+            }
+            let wait = Duration::from_nanos(wait).min(MAX_POLL);
+            if let Err(e) = self.poll.poll(&mut self.events, Some(wait)) {
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                tally.notes.add(clock(), 0, || format!("poll failed: {e}"));
+                break Ending::AllLost;
+            }
+            self.handle_events(&clock, &gate, &mut tally);
+        };
+
+        let end = clock();
+        let until = gate.end_ns.unwrap_or(u64::MAX).min(stopping.since.unwrap_or(end));
+        Done {
+            thread: self.thread,
+            second,
+            stats: tally.stats,
+            began_ns,
+            end_ns: end,
+            ending,
+            error_events: tally.notes.count,
+            notes: tally.notes.list,
+            backlog: self.backlog(gate.schedule.as_ref(), until),
+        }
+    }
+
+    /// What a phase may send: `--pipeline` in flight, until the test time ends (a timed run),
+    /// on the `--rate` schedule (open loop; never for populating).
+    fn gate(&self, kind: PhaseKind) -> Gate {
+        let cfg = &self.cfg;
         let populate = kind == PhaseKind::Populate;
         let end_ns = match (kind, cfg.stop) {
             (PhaseKind::Run, Stop::Time) => cfg.test_time().map(|t| t.as_nanos() as u64),
             _ => None,
         };
         let schedule = if populate { None } else { cfg.rate.map(|r| Schedule::new(r, cfg.connections)) };
-        let mut gate = Gate { depth: cfg.pipeline, stopping: false, end_ns, schedule, populate };
-        let grace_ns = (cfg.grace_s * 1e9) as u64;
-        let timeout_ns = (cfg.timeout_s * 1e9) as u64;
+        Gate { depth: cfg.pipeline, stopping: false, end_ns, schedule, populate }
+    }
+
+    /// Readies every connection for the phase (its share of the keys to populate, or its
+    /// request quota) and counts what is in play.
+    fn prepare(&mut self, populate: bool) -> Tally {
+        let cfg = &self.cfg;
         let keys = cfg.key_count();
         let total = cfg.connections as u64;
-
-        let mut stats = Stats::default();
-        let mut notes = Notes::default();
-        let mut live = 0usize;
-        let mut unfinished = 0usize;
-        let mut inflight = 0usize;
+        let mut tally = Tally::default();
         for conn in &mut self.conns {
             conn.sent = 0;
             conn.next_slot = 0;
@@ -253,181 +316,205 @@ impl Worker {
             conn.quota =
                 if populate { conn.populate.end - conn.populate.start } else { cfg.requests.unwrap_or(u64::MAX) };
             conn.finished = !conn.is_live() || conn.quota == 0;
-            live += usize::from(conn.is_live());
-            unfinished += usize::from(!conn.finished);
+            tally.live += usize::from(conn.is_live());
+            tally.unfinished += usize::from(!conn.finished);
         }
+        tally
+    }
 
-        let mut second = 0u64;
-        let mut next_boundary = SECOND;
-        let mut stopping_since: Option<u64> = None;
-        let mut interrupted = false;
-        // Open loop: the next (connection, cycle) due, visited in schedule order.
-        let (mut ring_conn, mut ring_cycle) = (0usize, 0u64);
-
-        let now = clock();
-        let began_ns = now;
-        for conn in self.conns.iter_mut().filter(|c| c.is_live()) {
-            inflight += conn.fill(now, &gate, &self.templates);
-            if let Err(why) = conn.flush() {
-                inflight -= conn.close(self.poll.registry(), &mut stats);
-                live -= 1;
-                unfinished -= usize::from(!conn.finished);
-                conn.finished = true;
-                notes.add(now, conn.server, || why);
+    /// Hands main every second the clock has passed since `second` began (the statistics
+    /// counted in it) and, once a second, gives up the connections that waited too long for a
+    /// reply; returns the second now being counted.
+    fn hand_over_seconds(&mut self, now: u64, mut second: u64, tally: &mut Tally) -> u64 {
+        let timeout_ns = (self.cfg.timeout_s * 1e9) as u64;
+        let secs = self.cfg.timeout_s;
+        while now >= boundary(second) {
+            let full = std::mem::take(&mut tally.stats);
+            let _ = self.tx.send(Report::Interval { thread: self.thread, second, stats: Box::new(full) });
+            second += 1;
+            for conn in self.conns.iter_mut() {
+                if conn.is_live() && !conn.inflight.is_empty() && now.saturating_sub(conn.last_rx_ns) > timeout_ns {
+                    tally.give_up(conn, self.poll.registry(), now, || {
+                        format!("no reply for {secs} s; connection closed")
+                    });
+                }
             }
         }
+        second
+    }
 
-        let ending = loop {
+    /// Open loop: visits the connections whose slot is due, in schedule order, and sends on
+    /// them; returns how long until the next slot (the timer armed for it), if one comes before
+    /// the end. Nothing once the phase is stopping, nor in a closed loop.
+    fn send_due(&mut self, now: u64, gate: &Gate, ring: &mut Ring, tally: &mut Tally) -> Option<u64> {
+        let schedule = gate.schedule.as_ref().filter(|_| !gate.stopping)?;
+        loop {
+            let conn = &mut self.conns[ring.conn];
+            let due = schedule.due(conn.global, ring.cycle);
+            if gate.end_ns.is_some_and(|end| due >= end) {
+                return None;
+            }
+            if due > now + SLACK_NS {
+                self.timer.arm(due - SLACK_NS, now);
+                return Some(due - now);
+            }
+            if conn.is_live() && conn.next_slot <= ring.cycle {
+                tally.send(conn, self.poll.registry(), now, gate, &self.templates);
+            }
+            ring.advance(self.conns.len());
+        }
+    }
+
+    /// How the phase ends, if it does now: every connection lost, every one done, or (once
+    /// stopping) every reply in or the grace time over, the requests still unanswered then
+    /// given up.
+    fn ended(&mut self, now: u64, tally: &mut Tally, stopping: &Stopping, grace_ns: u64) -> Option<Ending> {
+        if tally.live == 0 {
+            return Some(Ending::AllLost);
+        }
+        if tally.unfinished == 0 {
+            return Some(Ending::Finished);
+        }
+        let since = stopping.since?;
+        if tally.inflight == 0 {
+            return Some(stopping.ending());
+        }
+        if now < since + grace_ns {
+            return None;
+        }
+        let secs = self.cfg.grace_s;
+        for conn in self.conns.iter_mut().filter(|c| c.is_live() && !c.inflight.is_empty()) {
+            // The phase ends here, so the tally needs no update.
+            let lost = conn.close(self.poll.registry(), &mut tally.stats);
+            tally.notes.add(now, conn.server, || format!("{lost} request(s) still unanswered {secs} s after the end"));
+        }
+        Some(stopping.ending())
+    }
+
+    /// The events of the last poll: on each connection, reads the replies, then sends what
+    /// the gate allows; a connection that fails either way is given up.
+    fn handle_events(&mut self, clock: &impl Fn() -> u64, gate: &Gate, tally: &mut Tally) {
+        for event in self.events.iter() {
+            if event.token() == TIMER {
+                self.timer.fired();
+                continue;
+            }
+            let conn = &mut self.conns[event.token().0];
+            if !conn.is_live() {
+                continue;
+            }
             let now = clock();
-            while now >= next_boundary {
-                let full = std::mem::take(&mut stats);
-                let _ = self.tx.send(Report::Interval { thread: self.thread, second, stats: Box::new(full) });
-                second += 1;
-                next_boundary += SECOND;
-                // Once a second: connections waiting too long for a reply are given up.
-                for conn in self.conns.iter_mut() {
-                    if conn.is_live() && !conn.inflight.is_empty() && now.saturating_sub(conn.last_rx_ns) > timeout_ns {
-                        inflight -= conn.close(self.poll.registry(), &mut stats);
-                        live -= 1;
-                        unfinished -= usize::from(!conn.finished);
-                        conn.finished = true;
-                        let secs = cfg.timeout_s;
-                        notes.add(now, conn.server, || format!("no reply for {secs} s; connection closed"));
-                    }
-                }
+            let mut failure = None;
+            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                let (replies, why) = conn.read(now, &mut tally.stats, &mut tally.notes);
+                tally.inflight -= replies;
+                failure = why;
             }
-            // Open loop: visit the connections whose slot is due (before the stop check, so
-            // what was due before the end still goes out).
-            let mut wait = next_boundary - now;
-            if let (Some(s), false) = (&gate.schedule, gate.stopping) {
-                loop {
-                    let conn = &mut self.conns[ring_conn];
-                    let due = s.due(conn.global, ring_cycle);
-                    if end_ns.is_some_and(|end| due >= end) {
-                        break;
-                    }
-                    if due > now + SLACK_NS {
-                        wait = wait.min(due - now);
-                        self.timer.arm(due - SLACK_NS, now);
-                        break;
-                    }
-                    if conn.is_live() && conn.next_slot <= ring_cycle {
-                        inflight += conn.fill(now, &gate, &self.templates);
-                        if let Err(why) = conn.flush() {
-                            inflight -= conn.close(self.poll.registry(), &mut stats);
-                            live -= 1;
-                            unfinished -= usize::from(!conn.finished);
-                            conn.finished = true;
-                            notes.add(now, conn.server, || why);
-                        }
-                    }
-                    ring_conn += 1;
-                    if ring_conn == self.conns.len() {
-                        ring_conn = 0;
-                        ring_cycle += 1;
-                    }
-                }
+            match failure {
+                Some(why) => tally.give_up(conn, self.poll.registry(), now, || why),
+                None => tally.send(conn, self.poll.registry(), now, gate, &self.templates),
             }
-            if stopping_since.is_none() {
-                if self.stop.load(Ordering::Relaxed) {
-                    interrupted = true;
-                    stopping_since = Some(now);
-                } else if end_ns.is_some_and(|end| now >= end) {
-                    stopping_since = Some(now);
-                }
-                gate.stopping = stopping_since.is_some();
-            }
-            if live == 0 {
-                break Ending::AllLost;
-            }
-            if unfinished == 0 {
-                break Ending::Finished;
-            }
-            if let Some(since) = stopping_since {
-                if inflight == 0 {
-                    break if interrupted { Ending::Interrupted } else { Ending::Finished };
-                }
-                if now >= since + grace_ns {
-                    for conn in self.conns.iter_mut().filter(|c| c.is_live() && !c.inflight.is_empty()) {
-                        // The phase ends here, so `inflight` needs no update.
-                        let lost = conn.close(self.poll.registry(), &mut stats);
-                        let secs = cfg.grace_s;
-                        notes.add(now, conn.server, || {
-                            format!("{lost} request(s) still unanswered {secs} s after the end")
-                        });
-                    }
-                    break if interrupted { Ending::Interrupted } else { Ending::Finished };
-                }
-            }
-
-            if let Some(end) = end_ns {
-                if now < end {
-                    wait = wait.min(end - now);
-                }
-            }
-            if let Some(since) = stopping_since {
-                wait = wait.min((since + grace_ns).saturating_sub(now));
-            }
-            let wait = Duration::from_nanos(wait).min(MAX_POLL);
-
-            if let Err(e) = self.poll.poll(&mut self.events, Some(wait)) {
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                notes.add(clock(), 0, || format!("poll failed: {e}"));
-                break Ending::AllLost;
-            }
-            for event in self.events.iter() {
-                if event.token() == TIMER {
-                    self.timer.fired();
-                    continue;
-                }
-                let conn = &mut self.conns[event.token().0];
-                if !conn.is_live() {
-                    continue;
-                }
-                let now = clock();
-                let mut failure = None;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
-                    let (replies, why) = conn.read(now, &mut stats, &mut notes);
-                    inflight -= replies;
-                    failure = why;
-                }
-                if failure.is_none() {
-                    inflight += conn.fill(now, &gate, &self.templates);
-                    failure = conn.flush().err();
-                }
-                if let Some(why) = failure {
-                    inflight -= conn.close(self.poll.registry(), &mut stats);
-                    live -= 1;
-                    notes.add(now, conn.server, || why);
-                }
-                if !conn.finished && (!conn.is_live() || (conn.sent == conn.quota && conn.inflight.is_empty())) {
-                    conn.finished = true;
-                    unfinished -= 1;
-                }
-            }
-        };
-
-        let end = clock();
-        let mut backlog = 0;
-        if let Some(s) = &schedule {
-            let until = end_ns.unwrap_or(u64::MAX).min(stopping_since.unwrap_or(end));
-            for conn in &self.conns {
-                let due = s.slots_before(conn.global, until).min(conn.quota);
-                backlog += due.saturating_sub(conn.next_slot);
+            if !conn.finished && (!conn.is_live() || (conn.sent == conn.quota && conn.inflight.is_empty())) {
+                conn.finished = true;
+                tally.unfinished -= 1;
             }
         }
-        Done {
-            thread: self.thread,
-            second,
-            stats,
-            began_ns,
-            end_ns: end,
-            ending,
-            error_events: notes.count,
-            notes: notes.list,
-            backlog,
+    }
+
+    /// Open loop: the sends scheduled before `until` (the end or the stop) that never went out.
+    fn backlog(&self, schedule: Option<&Schedule>, until: u64) -> u64 {
+        let Some(s) = schedule else { return 0 };
+        self.conns
+            .iter()
+            .map(|conn| s.slots_before(conn.global, until).min(conn.quota).saturating_sub(conn.next_slot))
+            .sum()
+    }
+}
+
+/// The end of `second` (ns since the phase start): when its statistics are handed over.
+fn boundary(second: u64) -> u64 {
+    (second + 1) * SECOND
+}
+
+/// One phase's counts in a worker: the current second's statistics, the errors noted, and
+/// how many connections and requests are still in play.
+#[derive(Default)]
+struct Tally {
+    stats: Stats,
+    notes: Notes,
+    /// Connections still open.
+    live: usize,
+    /// Connections not done yet: open, with requests left to send or replies to read.
+    unfinished: usize,
+    /// Requests sent and not answered yet.
+    inflight: usize,
+}
+
+impl Tally {
+    /// Gives `conn` up: closes it (its requests in flight count as unanswered), counts it out
+    /// and notes why.
+    fn give_up(&mut self, conn: &mut Conn, registry: &Registry, now: u64, why: impl FnOnce() -> String) {
+        self.inflight -= conn.close(registry, &mut self.stats);
+        self.live -= 1;
+        self.unfinished -= usize::from(!conn.finished);
+        conn.finished = true;
+        self.notes.add(now, conn.server, why);
+    }
+
+    /// Composes on `conn` what the gate allows and writes it; a write that fails gives the
+    /// connection up.
+    fn send(&mut self, conn: &mut Conn, registry: &Registry, now: u64, gate: &Gate, templates: &Templates) {
+        self.inflight += conn.fill(now, gate, templates);
+        if let Err(why) = conn.flush() {
+            self.give_up(conn, registry, now, || why);
+        }
+    }
+}
+
+/// Whether and since when a phase is stopping (its test time over, or a signal), and whether
+/// a signal stopped it.
+#[derive(Default)]
+struct Stopping {
+    since: Option<u64>,
+    interrupted: bool,
+}
+
+impl Stopping {
+    /// Notices a signal or the end of the test time (the first to come); true from then on.
+    fn check(&mut self, now: u64, stop: &AtomicBool, end_ns: Option<u64>) -> bool {
+        if self.since.is_none() {
+            if stop.load(Ordering::Relaxed) {
+                self.interrupted = true;
+                self.since = Some(now);
+            } else if end_ns.is_some_and(|end| now >= end) {
+                self.since = Some(now);
+            }
+        }
+        self.since.is_some()
+    }
+
+    fn ending(&self) -> Ending {
+        if self.interrupted {
+            Ending::Interrupted
+        } else {
+            Ending::Finished
+        }
+    }
+}
+
+/// Open loop: the next (connection, cycle) due, visited in schedule order.
+#[derive(Default)]
+struct Ring {
+    conn: usize,
+    cycle: u64,
+}
+
+impl Ring {
+    fn advance(&mut self, conns: usize) {
+        self.conn += 1;
+        if self.conn == conns {
+            self.conn = 0;
+            self.cycle += 1;
         }
     }
 }

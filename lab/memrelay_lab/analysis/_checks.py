@@ -11,7 +11,11 @@ Per run (each compares figures that come from different programs, so a wrong one
   instants, each counted from its first byte to its reply, the interval R covers) against its
   X R; skipped when memrelay did not sample them.
 - **Flow balance, clients and middlewares**: the throughput memrelay measured against the
-  clients' over the same trimmed interval.
+  clients' over the same trimmed interval. memrelay's windows begin on its own clock: the two
+  that straddle the interval's ends count in proportion to their overlap, as if their requests
+  were spread evenly over them, so over a kept interval of a few seconds on a busy machine (a
+  rate uneven within a second) the ratio can be several percent off with every request counted
+  (6% over 3 s beside a bursty CPU hog); when the interval is the whole load, nothing straddles.
 - **Flow balance, middlewares and servers**: the requests memrelay says it sent each server
   against the commands memcached counted itself (`cmd_get` + `cmd_set`, which count keys: only
   with one key per request, otherwise skipped).
