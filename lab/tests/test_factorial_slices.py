@@ -95,7 +95,7 @@ def test_extreme_models_section_text_and_multiplicative_effects_come_from_the_de
 
 
 def test_main_section_names_each_factors_low_and_high_level_in_order():
-    from memrelay_lab.report._sections import factorial_section
+    from memrelay_lab.report._factorial_section import factorial_section
 
     cells = {(("servers", s), ("workload", w)): ys for (s, w), ys in SEED_002_TPS.items()}
     section = factorial_section(_summary(cells, ["servers", "workload"]))

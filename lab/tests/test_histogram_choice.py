@@ -1,6 +1,6 @@
 """Which multi-get size the report's histograms show: seed 000 §5.3 (Figure 26) shows 6 keys."""
 
-from memrelay_lab.report._sections import histogram_multiget
+from memrelay_lab.report._percentiles_section import histogram_multiget
 
 
 def test_the_seeds_six_keys_when_run():

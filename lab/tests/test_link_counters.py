@@ -16,7 +16,7 @@ import time
 import pytest
 
 from memrelay_lab.experiment import _cpu
-from memrelay_lab.results._load import LINK_MIN_REQUESTS_PER_CLIENT, _link_measures, link_interval_problem
+from memrelay_lab.results._links import LINK_MIN_REQUESTS_PER_CLIENT, link_interval_problem, link_measures
 
 RATE = 1_000_000.0  # bytes per second through the synthetic link, each way
 
@@ -53,20 +53,20 @@ def test_counters_and_their_times_are_read_together(sampled):
     assert counted["to_host_bytes"] / (end - begin) == pytest.approx(RATE, rel=0.01)
     assert counted["from_host_bytes"] / (end - begin) == pytest.approx(RATE / 2, rel=0.01)
     # 1,000 requests per second: 1,000 bytes per request to the host, 500 from it.
-    measures = _link_measures(document, 1000.0, {"m1": 15.0}, population=2)
+    measures = link_measures(document, 1000.0, {"m1": 15.0}, population=2)
     assert measures["link:m1:to_bytes_per_request"] == pytest.approx(1000.0, rel=0.01)
     assert measures["link:m1:from_bytes_per_request"] == pytest.approx(500.0, rel=0.01)
     # Doctored: the same counters over the network snapshots' interval (half a second shorter,
     # one end moved by the slow dump) are off by far more than the 1% above.
     doctored = {**document, "links_interval_unix": document["network_interval_unix"]}
-    off = _link_measures(doctored, 1000.0, {"m1": 15.0}, population=2)["link:m1:to_bytes_per_request"]
+    off = link_measures(doctored, 1000.0, {"m1": 15.0}, population=2)["link:m1:to_bytes_per_request"]
     assert abs(off / 1000.0 - 1) > 0.2, off
 
 
 def test_a_short_interval_gives_a_warning_not_a_number(sampled):
     _, document = sampled
     short = {**document, "links_interval_unix": [0.0, 0.75]}
-    measures = _link_measures(short, 1000.0, {"m1": 15.0}, population=2)
+    measures = link_measures(short, 1000.0, {"m1": 15.0}, population=2)
     assert math.isnan(measures["link:m1:to_bytes_per_request"]) and measures["link:too_short"] == 1
     assert measures["link:m1:rate_mbit"] == 15.0
     # Long enough in time but too few requests per client: requests under way at the ends matter.

@@ -5,7 +5,7 @@
 Where the experiment knows a host's link rate (the testbed's tc shaping, or ``link_mbit`` of a
 host in ``[hosts]``) and the run counted the bytes through that link over an interval long enough
 (the testbed's veth counters: every header and acknowledgement included;
-`results._load.link_interval_problem`), the link's demand is bytes per request x 8 / rate of its
+`results._links.link_interval_problem`), the link's demand is bytes per request x 8 / rate of its
 busier direction, named after it (``link to H``: what the host receives; ``link from H``: what it
 sends). The other direction is no centre: a shaped link serves each request's bytes at a constant
 rate, and in a line of constant-rate servers a request that has passed the slowest one never

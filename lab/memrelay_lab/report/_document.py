@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-__all__ = ["Figure", "Section", "Table"]
+__all__ = ["Figure", "Section", "Table", "present"]
 
 
 @dataclass
@@ -33,3 +33,8 @@ class Section:
     title: str
     text: list[str] = field(default_factory=list)
     items: list[Table | Figure] = field(default_factory=list)
+
+
+def present(*items: Table | Figure | None) -> list[Table | Figure]:
+    """The tables and figures given, in order, without the Nones (those the data gave nothing to show)."""
+    return [item for item in items if item is not None]

@@ -19,7 +19,8 @@ middleware, ...). The figures are the seeds':
 - `interactive_law_plot`: measured against interactive-law throughput and response time.
 - `model_plot`: MVA-predicted against measured throughput and response time.
 
-`png_bytes(figure)` renders a figure to PNG bytes and closes it.
+`png_bytes(figure)` renders a figure to PNG bytes and closes it; `report_figure(name, caption,
+figure)` makes it the report's `Figure` (None, a plot with nothing to show, stays None).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from matplotlib.ticker import FuncFormatter, ScalarFormatter  # noqa: E402
 
 from .._values import configuration_label  # noqa: E402
 from ..results import BUCKET_US, Histogram, percentile_columns  # noqa: E402
+from . import _document  # noqa: E402
 
 __all__ = [
     "factorial_plot",
@@ -49,6 +51,7 @@ __all__ = [
     "model_plot",
     "percentiles_plot",
     "png_bytes",
+    "report_figure",
     "response_time_plot",
     "throughput_per_type_plot",
     "throughput_plot",
@@ -90,6 +93,13 @@ def png_bytes(figure: Figure) -> bytes:
     finally:
         plt.close(figure)
     return buffer.getvalue()
+
+
+def report_figure(name: str, caption: str, figure: Figure | None) -> _document.Figure | None:
+    """The figure as the report's `Figure` (PNG, closed), or None when the plot had nothing to show."""
+    if figure is None:
+        return None
+    return _document.Figure(name, caption, png_bytes(figure))
 
 
 def _tick(value: float, _position: object) -> str:

@@ -1,9 +1,9 @@
 """The report of a results folder: ``report.html``, ``report.md`` and the tables as CSV.
 
 ``write_report(results_dir, out_dir, level=0.95)`` loads the folder (`results.load`), reduces
-it to configurations (`results.summarize`), builds every section the data allow (`_sections`)
-and writes, in ``out_dir``
-(default ``<results_dir>/report``):
+it to configurations (`results.summarize`), builds every section the data allow (each in a
+module of its own, `_NAME_section.py`) and writes, in ``out_dir`` (default
+``<results_dir>/report``):
 
 - ``report.html``: self-contained (figures inlined as base64 PNG, styles inline, no
   network), with a small inline script that sets ``data-images-loaded="N/M"`` on <body>
@@ -50,20 +50,28 @@ from pathlib import Path
 
 from ..results import load, summarize
 from ..theory import DEFAULT_TOLERANCE
+from ._breakdown_section import breakdown_section
 from ._checks_section import checks_section
+from ._configurations_section import configurations_section
+from ._document import Table
 from ._factorial_models_section import factorial_models_section
+from ._factorial_section import factorial_section
+from ._interactive_section import interactive_section
+from ._keys_section import keys_section
 from ._max_throughput_section import max_throughput_section
 from ._mix_models_section import mix_models_section
 from ._mixed_section import mixed_section
+from ._overview_section import overview_section
+from ._percentiles_section import percentiles_section
 from ._pools_per_server_section import pools_per_server_section
 from ._predict_section import predictions_section
 from ._proxies_section import proxies_section
+from ._queueing_models_section import queueing_models_section
 from ._relative_section import relative_section
 from ._resources_section import resources_section
-from ._trace_section import trace_section
+from ._throughput_section import throughput_section
 from ._time_distributions_section import time_distributions_section
-from . import _sections as sections_of
-from ._document import Table
+from ._trace_section import trace_section
 from ._render import render_html, render_markdown
 
 __all__ = ["Report", "write_report"]
@@ -102,23 +110,23 @@ def write_report(
 
     notes = list(summary.notes)
     sections = [
-        sections_of.overview(results, summary),
-        sections_of.configurations(summary),
+        overview_section(results, summary),
+        configurations_section(summary),
         max_throughput_section(summary),
-        sections_of.throughput_section(summary),
+        throughput_section(summary),
         proxies_section(summary),
-        sections_of.breakdown_section(summary),
+        breakdown_section(summary),
         time_distributions_section(summary),
-        sections_of.percentiles_section(summary),
-        sections_of.keys_section(summary),
+        percentiles_section(summary),
+        keys_section(summary),
         mixed_section(summary),
         resources_section(summary),
         trace_section(summary),
-        sections_of.interactive_section(summary, tolerance, think_time_ms),
+        interactive_section(summary, tolerance, think_time_ms),
         relative_section(summary),
-        sections_of.factorial_section(summary),
+        factorial_section(summary),
         factorial_models_section(summary),
-        sections_of.models_section(summary, notes),
+        queueing_models_section(summary, notes),
         mix_models_section(summary),
         pools_per_server_section(summary),
         predictions_section(summary, notes),

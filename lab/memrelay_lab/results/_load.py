@@ -20,7 +20,7 @@
   client-M-I) from the run's cpu.json: ``role``, ``cpu_s`` (processor time over the kept
   interval), ``cpu_utilization`` (cores busy: processor seconds per second), and, when the run
   sampled them, ``received_bytes_per_s`` and ``sent_bytes_per_s`` (TCP payload, over the
-  network snapshots' interval just inside the kept one).
+  network snapshots' interval just inside the kept one); `_cpu.process_rows`.
 - ``status``: one row per planned run with its status (completed, failed, interrupted,
   pending) and the reason of a failure.
 - ``manifest``: the manifest as a dict; ``histogram(run_id, source)`` the response-time
@@ -60,6 +60,9 @@ Measures (times in milliseconds, throughputs per second):
   far apart their loads began (the check "Load generators ran together" reads them).
 - ``count_total`` and ``errors_total``: untrimmed totals (bench totals; middleware summary),
   for checking that both sides saw the same requests.
+- From the run's cpu.json (clients only): processor time per request by program and memrelay
+  thread role (``cpu_*_us``, `_cpu.cpu_measures`) and bytes per request through each host's
+  link (``link:*``, `_links.link_measures`).
 """
 
 from __future__ import annotations
@@ -73,12 +76,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..experiment import thread_role
+from ._cpu import cpu_measures, process_rows
 from ._hdr import HdrHistogram
 from ._histograms import bucket_histogram
+from ._links import link_measures, link_rates
 from ._memcached_stats import parse_stats
 
-__all__ = ["LINK_MIN_INTERVAL_S", "LINK_MIN_REQUESTS_PER_CLIENT", "Results", "link_interval_problem", "load"]
+__all__ = ["Results", "load"]
 
 _TYPES = ("get", "multiget", "set")
 _BENCH_TYPES = ("set", "get", "multiget")
@@ -180,7 +184,7 @@ def load(results_dir: str | Path) -> Results:
         windows += [{**identity, **window} for window in run_windows]
         servers += [{**identity, **row} for row in _read_servers(path, record)]
         if record["files"].get("cpu"):
-            processes += [{**identity, **row} for row in _process_rows(_read_json(path / record["files"]["cpu"]))]
+            processes += [{**identity, **row} for row in process_rows(_read_json(path / record["files"]["cpu"]))]
     return Results(
         path=path,
         manifest=manifest,
@@ -200,14 +204,6 @@ def clock_offsets(manifest: dict) -> dict[str, float]:
     (none for results written before hosts were measured: every clock was the lab's)."""
     hosts = (manifest.get("environment") or {}).get("hosts") or {}
     return {name: float(facts.get("clock_offset_s") or 0.0) for name, facts in hosts.items()}
-
-
-def link_rates(manifest: dict) -> dict[str, float]:
-    """Each host's link rate (Mbit/s) where the environment knows it (the testbed's shaping,
-    ``link_mbit`` in ``[hosts]``)."""
-    hosts = (manifest.get("environment") or {}).get("hosts") or {}
-    return {name: float(facts["link_rate_mbit"]) for name, facts in hosts.items()
-            if facts.get("link_rate_mbit") is not None}
 
 
 def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] | None = None,
@@ -237,9 +233,9 @@ def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] 
     client_row.update(_loaders_overlap(benches, keep_from, keep_to))
     if files.get("cpu"):
         cpu = _read_json(path / files["cpu"])
-        client_row.update(_cpu_measures(cpu, client_row.get("throughput", math.nan)))
+        client_row.update(cpu_measures(cpu, client_row.get("throughput", math.nan)))
         population = float(config.get("clients") or 1) * float(config.get("pipeline") or 1)
-        client_row.update(_link_measures(cpu, client_row.get("throughput", math.nan), rates or {}, population))
+        client_row.update(link_measures(cpu, client_row.get("throughput", math.nan), rates or {}, population))
     rows.append(client_row)
     windows += [{**w, "source": "clients"} for w in client_windows]
 
@@ -613,92 +609,6 @@ def _read_servers(path: Path, record: dict) -> list[dict]:
             else:
                 row[counter] = int(after.get(counter, 0)) - int(before.get(counter, 0))
         row["middleware_requests"] = per_server_requests.get(j, math.nan) if measuring else math.nan
-        rows.append(row)
-    return rows
-
-
-def _cpu_measures(document: dict, throughput: float) -> dict:
-    """Processor time over the kept interval (cpu.json, written by the run): per request in µs
-    by program and by memrelay thread role, the cores busy, and the cores usable."""
-    start, end = document["interval_unix"]
-    seconds = max(end - start, 1e-9)
-    requests = throughput * seconds if throughput and math.isfinite(throughput) else math.nan
-    by_role: dict[str, float] = {"bench": 0.0, "memrelay": 0.0, "memcached": 0.0, "proxy": 0.0}
-    by_thread: dict[str, float] = {"net": 0.0, "worker": 0.0, "loop": 0.0, "other": 0.0}
-    for record in document["processes"].values():
-        if "cpu_s" not in record:  # only network bytes: the process left before the last snapshot
-            continue
-        by_role[record["role"]] = by_role.get(record["role"], 0.0) + record["cpu_s"]
-        for thread, cpu_s in record.get("threads", {}).items():
-            by_thread[thread_role(thread)] += cpu_s
-    measures = {f"cpu_{role}_us": 1e6 * cpu_s / requests for role, cpu_s in by_role.items()}
-    if by_role["memrelay"] > 0:
-        measures.update({f"cpu_{role}_us": 1e6 * cpu_s / requests for role, cpu_s in by_thread.items()})
-    # The middleware program's processor time whichever it is (memrelay or another proxy).
-    measures["cpu_middleware_us"] = 1e6 * (by_role["memrelay"] + by_role["proxy"]) / requests
-    measures["cpu_total_us"] = 1e6 * sum(by_role.values()) / requests
-    measures["cpu_cores_busy"] = sum(by_role.values()) / seconds
-    measures["cores"] = document["cores"]["usable"]
-    return measures
-
-
-# Bytes per request through a link is counted bytes over the requests the clients completed in
-# the same interval (their mean throughput times its length). At the interval's ends up to one
-# request per client is under way, its bytes partly in and partly out: an error of up to N / (X T)
-# requests. Below these the number would be noise (issue 33: over 0.75 s a 1 KiB read came out
-# as 98 to 1,391 bytes), and the lab gives a warning instead of a number.
-LINK_MIN_INTERVAL_S = 1.0
-LINK_MIN_REQUESTS_PER_CLIENT = 50  # N / (X T) <= 2%
-
-
-def link_interval_problem(seconds: float, requests: float, population: float) -> str | None:
-    """Why an interval is too short for bytes per request on a link (None: long enough)."""
-    if not seconds >= LINK_MIN_INTERVAL_S:
-        return f"{seconds:.2f} s counted, at least {LINK_MIN_INTERVAL_S:g} s needed"
-    if not requests >= LINK_MIN_REQUESTS_PER_CLIENT * population:
-        return (f"{requests:,.0f} requests counted for {population:,.0f} clients, at least "
-                f"{LINK_MIN_REQUESTS_PER_CLIENT} per client needed (requests under way at the ends would be "
-                f"{100 * population / max(requests, 1):.0f}% of them)")
-    return None
-
-
-def _link_measures(document: dict, throughput: float, rates: dict[str, float], population: float = 1.0) -> dict:
-    """Per host link the run measured (cpu.json's ``links``): ``link:HOST:to_bytes_per_request``
-    and ``link:HOST:from_bytes_per_request`` (the link's counters over their interval, the kept
-    one, ``links_interval_unix``; results of an earlier lab: the network snapshots'), over the
-    requests the clients completed in it at their mean throughput), and
-    ``link:HOST:rate_mbit`` where the rate is known. ``link:interval_s`` is that interval; when
-    it is too short (`link_interval_problem`) the bytes per request are NaN and
-    ``link:too_short`` is 1 (the summary warns)."""
-    links = document.get("links") or {}
-    interval = document.get("links_interval_unix") or document.get("network_interval_unix")
-    if not links or not interval or not throughput or not math.isfinite(throughput):
-        return {}
-    seconds = max(interval[1] - interval[0], 1e-9)
-    requests = throughput * seconds
-    short = link_interval_problem(seconds, requests, population) is not None
-    measures: dict[str, float] = {"link:interval_s": seconds, "link:too_short": float(short)}
-    for host, counted in sorted(links.items()):
-        for direction in ("to", "from"):
-            per_request = counted[f"{direction}_host_bytes"] / requests
-            measures[f"link:{host}:{direction}_bytes_per_request"] = math.nan if short else per_request
-        if host in rates:
-            measures[f"link:{host}:rate_mbit"] = rates[host]
-    return measures
-
-
-def _process_rows(document: dict) -> list[dict]:
-    """One row per process of a run's cpu.json: its processor and network use per second."""
-    start, end = document["interval_unix"]
-    seconds = max(end - start, 1e-9)
-    network_start, network_end = document.get("network_interval_unix", (start, end))
-    network_seconds = max(network_end - network_start, 1e-9)
-    rows = []
-    for name, record in document["processes"].items():
-        cpu_s = record.get("cpu_s", math.nan)  # absent: the process left before the last snapshot
-        row = {"process": name, "role": record["role"], "cpu_s": cpu_s, "cpu_utilization": cpu_s / seconds}
-        for key in ("received_bytes", "sent_bytes"):
-            row[f"{key}_per_s"] = record[key] / network_seconds if key in record else math.nan
         rows.append(row)
     return rows
 

@@ -43,8 +43,8 @@ from .._values import configuration_label
 from ..experiment import PARAMETERS
 from ..theory import mean_confidence_interval
 from ._columns import IDENTITY, configuration_columns
-from ._load import LINK_MIN_INTERVAL_S, LINK_MIN_REQUESTS_PER_CLIENT
 from ._histograms import PERCENTILES, merged_buckets, merged_client_hdr, percentile_columns
+from ._links import LINK_MIN_INTERVAL_S, LINK_MIN_REQUESTS_PER_CLIENT
 from ._request_log import request_log
 
 __all__ = ["POPULATION", "ResultsSummary", "summarize"]
