@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import beforeafter, bigreplies, connections, human, peers, rss  # noqa: E402
 from benchlib.measure import measure, populate  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 from benchlib.peers import with_option  # noqa: E402
 from benchlib.rows import Row  # noqa: E402
 
@@ -438,7 +438,7 @@ def main() -> int:
                      f"CAP_SYS_RESOURCE, up to fs.nr_open): {most:,} connections need {most + 1000:,}; "
                      f"at most --connections {max(limit - 1000, 0):,} here")
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
-        print("bench: memcached-proxy skipped: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+        print(f"bench: memcached-proxy {peers.MEMCACHED_PROXY_ABSENT}",
               file=sys.stderr)
 
     procs = Processes()

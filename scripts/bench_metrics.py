@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import hostile, peers, tls as tlslib  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))

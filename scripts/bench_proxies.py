@@ -34,7 +34,7 @@ from pathlib import Path
 
 from benchlib import beforeafter, peers, profile, rows as rowlib, tls as tlslib
 from benchlib.measure import measure as measure_cell, populate
-from benchlib.processes import Processes, free_port, wait_for_port
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port
 from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +165,7 @@ def main() -> int:
             parser.error(why)
         names = beforeafter.with_baselines(names)
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
-        print("bench: memcached-proxy skipped: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+        print(f"bench: memcached-proxy {peers.MEMCACHED_PROXY_ABSENT}",
               file=sys.stderr)
 
     procs = Processes()

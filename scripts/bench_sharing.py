@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import beforeafter, bigreplies, hostile, human, peers, rss  # noqa: E402
 from benchlib.measure import populate  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 from benchlib.rows import Row  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -285,7 +285,7 @@ def main() -> int:
         names = beforeafter.with_baselines(names)
     chosen = attacks([int(n) for n in args.connections.split(",")], modes)
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
-        print("bench: memcached-proxy absent: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+        print(f"bench: memcached-proxy {peers.MEMCACHED_PROXY_ABSENT}",
               file=sys.stderr)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
