@@ -13,7 +13,7 @@ Runs alternate (quiet, attacked) so the machine's noise hits both alike; the tab
 medians of the clients' p99 and throughput, and the ratio the issue asks about (attacked p99 /
 quiet p99 <= 2). Everything started here is stopped at the end, also on error or Ctrl-C.
 
-    python3 scripts/bench_handshakes.py [--repetitions 5] [--seconds 3]
+    lab/.venv/bin/python scripts/bench_handshakes.py [--repetitions 5] [--seconds 3]
 """
 
 from __future__ import annotations

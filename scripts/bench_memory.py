@@ -3,8 +3,8 @@
 
 One memcached (`-I 32m -m 2048`, so that 1 MB and 20 MB values fit) holds every row's keys; the
 targets sit in front of it: memcached direct (the bench talks to the server itself: the
-reference, not a peer), twemproxy, memcached's proxy (with MEMCACHED_PROXY; `-I 32m`) and
-memrelay evented and pool. Four parts, each a set of rows:
+reference, not a peer), twemproxy, memcached's proxy (scripts/build-memcached-proxy.sh's build
+or MEMCACHED_PROXY; `-I 32m`) and memrelay evented and pool. Four parts, each a set of rows:
 
 - `cpu`: ops/s and the target process's CPU µs per request (user + system, /proc) of gets and sets
   of 1 KiB, 16 KiB, 100 KiB and 512 KiB values, and of gets of 10, 50 and 100 keys of 1 KiB

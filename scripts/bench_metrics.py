@@ -15,7 +15,7 @@ Runs alternate (quiet, attacked) so the machine's noise hits both alike; the tab
 medians of the scrapes' p99, the scrapes that failed, and the clients' p99. Everything started
 here is stopped at the end, also on error or Ctrl-C.
 
-    python3 scripts/bench_metrics.py [--repetitions 5] [--seconds 3] [--https]
+    lab/.venv/bin/python scripts/bench_metrics.py [--repetitions 5] [--seconds 3] [--https]
 """
 
 from __future__ import annotations

@@ -15,9 +15,11 @@ servers' counters must show that the target did the row's job (scripts/benchlib/
     scripts/bench_proxies.py --baseline-bin DIR   # also DIR/memrelay beside this build (before/after)
     BENCH_QUICK=1 scripts/bench_proxies.py --rows "TLS read 16"   # what TLS costs (with "read 16")
 
-memcached's proxy is not packaged: MEMCACHED_PROXY=/path/to/memcached (built with
---enable-proxy) adds it; without it its cells say so. Standard library only. Every process it
-starts is stopped on exit, also on Ctrl-C.
+memcached's proxy is not packaged: scripts/build-memcached-proxy.sh builds it (cached outside
+the repository), or MEMCACHED_PROXY=/path/to/memcached (built with --enable-proxy) names another;
+without either its cells say so. Runs in the lab's Python (lab/.venv/bin/python): the peers are
+started with the lab's memrelay_lab.plumbing. Every process it starts is stopped on exit, also
+on Ctrl-C.
 """
 
 from __future__ import annotations
