@@ -128,7 +128,7 @@ def summarize(runs: dict[str, list[dict]], rss_limit: int) -> dict:
 
 
 def measure_cell(procs: Processes, work: Path, backend: int, name: str, attack: Attack, repetitions: int,
-                 seconds: float, rss_limit: int, baseline_bin: Path | None) -> dict:
+                 seconds: float, settle: float, rss_limit: int, baseline_bin: Path | None) -> dict:
     """One target against one attack: a fresh target per run, quiet and attacked alternating."""
     current: dict = {}
 
@@ -167,14 +167,14 @@ def measure_cell(procs: Processes, work: Path, backend: int, name: str, attack: 
             procs, work, repetitions, attack_argv,
             lambda kind: f"{name}: {seconds:g} s of {HONEST_CLIENTS} clients"
             + (f" beside {attack.label}" if kind == "attacked" else ""),
-            run, check, script=hostile.PIPELINER, before=fresh)
+            run, check, script=hostile.PIPELINER, before=fresh, settle=settle)
     finally:
         stop_target()
     return {"summary": summarize(runs, rss_limit), "runs": runs}
 
 
-def run_all(names: list[str], chosen: list[Attack], repetitions: int, seconds: float, rss_limit: int,
-            baseline_bin: Path | None = None) -> list[dict]:
+def run_all(names: list[str], chosen: list[Attack], repetitions: int, seconds: float, settle: float,
+            rss_limit: int, baseline_bin: Path | None = None) -> list[dict]:
     procs = Processes()
     rows = [{"row": a.label, "connections": a.connections, "mode": a.mode, "targets": {}} for a in chosen]
     try:
@@ -192,7 +192,7 @@ def run_all(names: list[str], chosen: list[Attack], repetitions: int, seconds: f
                         continue
                     try:
                         row["targets"][name] = measure_cell(procs, work, backend, name, attack, repetitions,
-                                                            seconds, rss_limit, baseline_bin)
+                                                            seconds, settle, rss_limit, baseline_bin)
                     except (RuntimeError, OSError) as err:
                         print(f"bench: {name} / {attack.label}: {err}", file=sys.stderr, flush=True)
                         row["targets"][name] = {"cannot": f"failed: {err}"}
@@ -260,6 +260,9 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repetitions", type=int, default=3, help="runs alone and beside, each (default 3)")
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one honest run (default 2)")
+    parser.add_argument("--settle", type=float, default=1.0,
+                        help="seconds between the attack's start and the honest run's (default 1): the run measures "
+                             "the attack going on; 0 measures the target taking it in too")
     parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1",
                         help="one run of 0.5 s per cell (also BENCH_QUICK=1): checks, not claims")
     parser.add_argument("--targets", default=None, help=f"comma-separated (default {','.join(DEFAULT_TARGETS)})")
@@ -289,18 +292,18 @@ def main() -> int:
               file=sys.stderr)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
-    rows = run_all(names, chosen, args.repetitions, args.seconds, args.rss_limit, args.baseline_bin)
+    rows = run_all(names, chosen, args.repetitions, args.seconds, args.settle, args.rss_limit, args.baseline_bin)
     minutes = (time.monotonic() - started) / 60
     load = os.getloadavg()
     print(f"\nHonest clients beside hostile clients sharing the proxy's server connections: "
           f"{HONEST_CLIENTS} clients (1 set in 10, 32 B), medians of {args.repetitions} × {args.seconds:g} s "
-          f"alone and beside, a fresh target each run; {minutes:.1f} min, load average now "
+          f"alone and beside (begun {args.settle:g} s into the attack), a fresh target each run; {minutes:.1f} min, load average now "
           f"{', '.join(f'{x:.1f}' for x in load)}.\nHostile: N connections each pipelining {GETS} gets of a "
           f"{human.size(VALUE)} value; × = beside / alone; peak RSS: the target's VmHWM (the attack stops past "
           f"{human.size(args.rss_limit)}); closed: hostile connections the target closed per run.\n")
     print("\n".join(table_lines(rows, names)))
     result = {"targets": names, "baseline_bin": str(args.baseline_bin) if args.baseline_bin else None,
-              "memrelay_bin": str(BIN), "repetitions": args.repetitions, "seconds": args.seconds, "quick": args.quick,
+              "memrelay_bin": str(BIN), "repetitions": args.repetitions, "seconds": args.seconds, "settle": args.settle, "quick": args.quick,
               "honest_clients": HONEST_CLIENTS, "gets_per_connection": GETS, "value_bytes": VALUE,
               "rss_limit_bytes": args.rss_limit, "minutes": minutes, "load_average": load, "rows": rows}
     args.out.mkdir(parents=True, exist_ok=True)

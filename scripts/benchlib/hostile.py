@@ -211,11 +211,14 @@ def run_load(bin_dir: Path, port: int, seconds: float, out: Path, clients: int =
 
 def alternate(procs: Processes, work: Path, repetitions: int, attack: list[str] | Callable[[], list[str]],
               label: Callable[[str], str], run: Callable[[], dict], check: Callable[[], None] = lambda: None,
-              script: str = ATTACKER, before: Callable[[str], None] = lambda kind: None) -> dict[str, list[dict]]:
+              script: str = ATTACKER, before: Callable[[str], None] = lambda kind: None,
+              settle: float = 0.0) -> dict[str, list[dict]]:
     """`run()` `repetitions` times alone ("quiet") and as often beside the attacker ("attacked",
     `script` with the arguments `attack`, or those `attack()` gives at that run), alternating; each
     attacked run's result gets `hostile_closed`, the attacker's count of its connections the target
-    closed, and `capped_after_s` where the attacker stopped at its RSS limit. `label(kind)` says
+    closed, and `capped_after_s` where the attacker stopped at its RSS limit. An attacked run begins
+    `settle` seconds after the attacker is ready (it then measures the attack going on, not the
+    target taking it in). `label(kind)` says
     what a run is; `before(kind)` runs before each run and its attacker (e.g. starts a fresh
     target); `check()` after each run raises if the target is in trouble."""
     runs: dict[str, list[dict]] = {"quiet": [], "attacked": []}
@@ -229,6 +232,7 @@ def alternate(procs: Processes, work: Path, repetitions: int, attack: list[str] 
             if kind == "attacked":
                 attacker = procs.start([sys.executable, "-c", script] + (attack() if callable(attack) else attack), log)
                 wait_for_line(log, "ready", attacker)
+                time.sleep(settle)
             try:
                 runs[kind].append(run())
             finally:

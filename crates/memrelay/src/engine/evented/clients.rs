@@ -55,8 +55,8 @@ impl Replies {
     /// Whether the client may start one more request: within its window, and, unless it holds
     /// nothing and has nothing in flight, only if what it holds (`held`) and what its requests in
     /// flight are expected to bring stay within its budget. A reply is expected to be as large as
-    /// its last; before its first, as large as the largest the loop saw lately (`first_guess`),
-    /// so that a new connection pipelining large values waits at its budget (and is left alone)
+    /// its last; before its first, as large as the largest the loop saw lately, or as the
+    /// largest value may be when it saw none (`first_guess`), so that a new connection pipelining large values waits at its budget (and is left alone)
     /// instead of putting more on the shared server connections than it can hold and being cut
     /// off (and, reconnecting, doing it again).
     pub fn may_start(
@@ -159,5 +159,66 @@ impl MergeClient for MergeOut<'_> {
             self.clients.send(self.registry, slot, bytes);
             self.sent += bytes.len();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    /// How many requests a client holding `held` starts in a row, none answered yet.
+    fn starts(replies: &mut Replies, held: usize, guess: usize) -> (usize, Start) {
+        let budget = Budget::new(4 * MIB, MIB);
+        loop {
+            match replies.may_start(held + 7 * replies.queue.len(), &budget, 256, || guess) {
+                Start::Yes => replies.queue.push_back(replies.queue.len()),
+                refused => return (replies.queue.len(), refused),
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_client_starts_what_its_budget_holds_of_the_largest_reply_lately() {
+        // 4 MiB of budget, 1 MiB replies expected: 3 requests (the fourth's 7 request bytes would
+        // put it past), then it waits for its budget, not for its window.
+        assert_eq!(starts(&mut Replies::default(), 0, MIB), (3, Start::Budget));
+        // Small replies lately: the first window (16) is the limit.
+        assert_eq!(starts(&mut Replies::default(), 0, 100), (FIRST_WINDOW, Start::Window));
+    }
+
+    #[test]
+    fn a_client_holding_nothing_starts_one_request_however_large_its_replies() {
+        assert_eq!(starts(&mut Replies::default(), 0, 64 * MIB), (1, Start::Budget));
+        // Holding some: not even one.
+        assert_eq!(starts(&mut Replies::default(), 1, 64 * MIB), (0, Start::Budget));
+    }
+
+    #[test]
+    fn after_a_reply_the_client_expects_its_size() {
+        let budget = Budget::new(4 * MIB, MIB);
+        let mut replies = Replies::default();
+        replies.replied(MIB, &budget, 256);
+        assert_eq!(replies.window(256), 4);
+        // Holding 2 MiB of replies already: one more 1 MiB request fits, a second does not.
+        assert_eq!(starts(&mut replies, 2 * MIB, 0), (1, Start::Budget));
+        // Small replies: the window doubles per reply, up to what the budget holds.
+        let mut small = Replies::default();
+        for _ in 0..3 {
+            small.replied(100, &budget, 256);
+        }
+        assert_eq!(small.window(256), 128);
+    }
+
+    #[test]
+    fn the_largest_reply_is_forgotten_two_periods_on() {
+        let start = Instant::now();
+        let mut largest = LargestReply::new(start);
+        largest.seen(MIB, start);
+        largest.seen(100, start + LargestReply::PERIOD);
+        assert_eq!(largest.guess(start + LargestReply::PERIOD), MIB, "the last period's still counts");
+        assert_eq!(largest.guess(start + 2 * LargestReply::PERIOD), 100);
+        assert_eq!(largest.guess(start + 3 * LargestReply::PERIOD), 0);
     }
 }

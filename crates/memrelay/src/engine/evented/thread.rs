@@ -654,7 +654,8 @@ impl Scheduler for EventLoop {
 impl EventLoop {
     /// Whether the client may start one more request ([`Replies::may_start`]).
     fn may_start(&self, session: &Session<Replies>) -> Start {
-        let guess = || self.largest_reply.guess(Instant::now());
+        // A loop that delivered no reply lately expects the largest a value may be.
+        let guess = || Some(self.largest_reply.guess(Instant::now())).filter(|&g| g > 0).unwrap_or(self.max_value_len);
         session.engine.may_start(session.held(), &self.clients.budget, self.max_in_flight, guess)
     }
 
