@@ -5,9 +5,9 @@
 # ($MEMRELAY_BIN_DIR), so nothing is built twice.
 #
 # Independent stages run side by side (docs/testing.md says why each pair is safe):
-#   deps
-#   lint  | build                      (clippy's release profile, the tests' release-tests profile)
-#   rust, python, clients  |  lab, bench   (two lanes, each in order, once the binaries are built)
+#   deps | lint | build    (the build needs nothing deps installs; clippy's profile is release,
+#                           the tests' release-tests: two target folders, locked apart)
+#   rust, python, clients | lab, bench    (two lanes, each in order, once all three are done)
 # A side-by-side stage writes its output to a log file, printed when the stage ends, in stage
 # order. The first failure stops every other stage (SIGINT to its process group, so pytest runs
 # its teardown; SIGKILL if it has not ended within STOP_WAIT_S) and fails the run; so does Ctrl-C.
@@ -31,7 +31,7 @@ run_clients() { "$python" -m pytest tests/clients -q -rs --durations=5; }
 run_bench() { "$python" -m pytest tests/bench -q -rs; }
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/memrelay-make-test.XXXXXX")
-order=()        # the stages in the order they were started (printed in that order)
+order=() # the stages started so far, in stage order
 declare -A took result
 interrupted=0
 
@@ -50,19 +50,6 @@ report() {
 }
 trap report EXIT
 
-# One stage in the foreground, its output as it comes.
-stage() {
-  local name=$1 start=$SECONDS rc
-  order+=("$name")
-  result[$name]=interrupted
-  echo "== make test: $name"
-  "run_$name"
-  rc=$?
-  took[$name]=$((SECONDS - start))
-  result[$name]=$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")
-  return "$rc"
-}
-
 # One lane of side_by_side: its stages in order, each into $logs/<stage>.log, then
 # $logs/<stage>.done ("<exit status> <seconds> <stopped: 0 or 1>"); ends at the first failure,
 # or after the running stage once told to stop (SIGINT or SIGTERM).
@@ -71,7 +58,7 @@ lane() {
   trap 'stop=1' INT TERM
   for name; do
     start=$SECONDS
-    "run_$name" >"$logs/$name.log" 2>&1 </dev/null
+    ("run_$name") >"$logs/$name.log" 2>&1 </dev/null
     rc=$?
     echo "$rc $((SECONDS - start)) $stop" >"$logs/$name.tmp" && mv "$logs/$name.tmp" "$logs/$name.done"
     [ "$rc" = 0 ] && [ "$stop" = 0 ] || exit 1
@@ -87,7 +74,8 @@ side_by_side() {
     [[ " $* " == *" $name "* ]] && names+=("$name")
   done
   order+=("${names[@]}")
-  echo "== make test: side by side: $(printf '[%s] ' "${lanes[@]}")(each stage's output follows when it ends)"
+  echo "== make test: side by side: $(printf '[%s] ' "${lanes[@]}")(each stage's output follows when it" \
+    "ends; to follow one meanwhile: tail -f $logs/<stage>.log)"
   for i in "${lanes[@]}"; do
     # Job control for the fork only: each lane leads its own process group (stopped as a whole)
     # and does not ignore SIGINT, as a script's background jobs otherwise do.
@@ -126,7 +114,7 @@ side_by_side() {
         else result[$name]="FAILED (exit $rc)"
         fi
       elif [ "$running" = 0 ] && [ -f "$logs/$name.log" ]; then
-        result[$name]=killed
+        result[$name]=killed failed=1
       elif [ "$running" = 0 ]; then
         next=$((next + 1))
         continue # never started: "not run"
@@ -140,18 +128,17 @@ side_by_side() {
     [ "$running" = 0 ] && break
     sleep 1
   done
-  wait
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   trap on_signal INT TERM
   [ "$interrupted" = 0 ] && [ "$failed" = 0 ]
 }
 
 on_signal() {
-  interrupted=1 # a foreground stage had the signal too (the terminal's process group)
+  interrupted=1
   exit 130
 }
 trap on_signal INT TERM
 
 STAGES=(deps lint build rust lab python clients bench)
-stage deps || exit
-side_by_side lint build || exit
+side_by_side deps lint build || exit
 side_by_side "rust python clients" "lab bench" || exit
