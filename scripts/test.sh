@@ -5,9 +5,10 @@
 # ($MEMRELAY_BIN_DIR), so nothing is built twice.
 #
 # Independent stages run side by side (docs/testing.md says why each pair is safe):
-#   deps | lint | build    (the build needs nothing deps installs; clippy's profile is release,
-#                           the tests' release-tests: two target folders, locked apart)
-#   rust, python, clients | lab, bench    (two lanes, each in order, once all three are done)
+#   deps | lint | build | proxy   (the builds need nothing deps installs; clippy's profile is
+#                                  release, the tests' release-tests: two target folders, locked
+#                                  apart; proxy: memcached's proxy for the lab's test_proxies.py)
+#   rust, python, clients | lab, bench    (two lanes, each in order, once those four are done)
 # A side-by-side stage writes its output to a log file, printed when the stage ends, in stage
 # order. The first failure stops every other stage (SIGINT to its process group, so pytest runs
 # its teardown; SIGKILL if it has not ended within STOP_WAIT_S) and fails the run; so does Ctrl-C.
@@ -24,6 +25,12 @@ STOP_WAIT_S=120 # a stopped lab tears its testbed down (namespaces, sshd) before
 run_deps() { scripts/install-deps.sh; }
 run_lint() { "$CARGO" fmt --all --check && "$CARGO" clippy --release --workspace --all-targets -- -D warnings; }
 run_build() { "$CARGO" build --profile release-tests --workspace --bins; }
+# Built here rather than by the lab's first test that needs it (some 40 s of the lab's lane):
+# where it cannot be built, test_proxies.py tries again and skips, saying why, as before.
+run_proxy() {
+  scripts/build-memcached-proxy.sh ||
+    echo "proxy: memcached's proxy not built; the lab's test_proxies.py tries again and says why if it cannot"
+}
 run_rust() { "$CARGO" test --profile release-tests --workspace; }
 run_lab() { "$python" -m pytest lab/tests -q -rs --durations=12; }
 run_python() { "$python" -m pytest tests/python -q; }
@@ -139,6 +146,6 @@ on_signal() {
 }
 trap on_signal INT TERM
 
-STAGES=(deps lint build rust lab python clients bench)
-side_by_side deps lint build || exit
+STAGES=(deps lint build proxy rust lab python clients bench)
+side_by_side deps lint build proxy || exit
 side_by_side "rust python clients" "lab bench" || exit
