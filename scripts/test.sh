@@ -95,7 +95,7 @@ side_by_side() {
   trap 'interrupted=1' INT TERM
   while :; do
     running=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
+    [ -n "$(jobs -pr)" ] && running=1 # (the shell's own jobs: no pid reused by another process)
     # The first failure or Ctrl-C: every stage still running is told to stop, killed after STOP_WAIT_S.
     for name in "${names[@]}"; do
       [ -f "$logs/$name.done" ] && read -r rc secs stopped <"$logs/$name.done" && [ "$rc" != 0 ] && failed=1
