@@ -57,12 +57,12 @@ test-clients: build-tests
 	MEMRELAY_BIN_DIR=$(TEST_BIN) $(VENV)/bin/python -m pytest tests/clients -q -rs --durations=5
 
 # The bench's peers do each row's job (keys read back from the servers) and its work check
-# catches one that does not; memcached's proxy only with MEMCACHED_PROXY set.
+# catches one that does not; memcached's proxy is built first when missing (scripts/build-memcached-proxy.sh).
 test-bench: build-tests
 	MEMRELAY_BIN_DIR=$(TEST_BIN) $(VENV)/bin/python -m pytest tests/bench -q -rs
 
 # Side-by-side throughput, p99 and CPU per request of memcached, twemproxy, memcached's proxy
-# (with MEMCACHED_PROXY) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1); then
+# (MEMCACHED_PROXY, else scripts/build-memcached-proxy.sh's build) and memrelay evented; about 13 minutes (BENCH_QUICK=1: about 1); then
 # stalled handshakes, hostile metrics connections, clients that never read on shared server
 # connections (results/bench/sharing), and how cost grows with value size, keys per
 # get, idle connections and large replies (scripts/bench_memory.py, figures in results/bench/memory).

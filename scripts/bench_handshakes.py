@@ -13,7 +13,7 @@ Runs alternate (quiet, attacked) so the machine's noise hits both alike; the tab
 medians of the clients' p99 and throughput, and the ratio the issue asks about (attacked p99 /
 quiet p99 <= 2). Everything started here is stopped at the end, also on error or Ctrl-C.
 
-    python3 scripts/bench_handshakes.py [--repetitions 5] [--seconds 3]
+    lab/.venv/bin/python scripts/bench_handshakes.py [--repetitions 5] [--seconds 3]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import hostile, peers, tls as tlslib, workcheck  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))

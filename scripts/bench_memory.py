@@ -3,8 +3,8 @@
 
 One memcached (`-I 32m -m 2048`, so that 1 MB and 20 MB values fit) holds every row's keys; the
 targets sit in front of it: memcached direct (the bench talks to the server itself: the
-reference, not a peer), twemproxy, memcached's proxy (with MEMCACHED_PROXY; `-I 32m`) and
-memrelay evented and pool. Four parts, each a set of rows:
+reference, not a peer), twemproxy, memcached's proxy (scripts/build-memcached-proxy.sh's build
+or MEMCACHED_PROXY; `-I 32m`) and memrelay evented and pool. Four parts, each a set of rows:
 
 - `cpu`: ops/s and the target process's CPU µs per request (user + system, /proc) of gets and sets
   of 1 KiB, 16 KiB, 100 KiB and 512 KiB values, and of gets of 10, 50 and 100 keys of 1 KiB
@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import beforeafter, bigreplies, connections, human, peers, rss  # noqa: E402
 from benchlib.measure import measure, populate  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 from benchlib.peers import with_option  # noqa: E402
 from benchlib.rows import Row  # noqa: E402
 
@@ -438,7 +438,7 @@ def main() -> int:
                      f"CAP_SYS_RESOURCE, up to fs.nr_open): {most:,} connections need {most + 1000:,}; "
                      f"at most --connections {max(limit - 1000, 0):,} here")
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
-        print("bench: memcached-proxy skipped: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+        print(f"bench: memcached-proxy {peers.MEMCACHED_PROXY_ABSENT}",
               file=sys.stderr)
 
     procs = Processes()

@@ -15,7 +15,7 @@ Runs alternate (quiet, attacked) so the machine's noise hits both alike; the tab
 medians of the scrapes' p99, the scrapes that failed, and the clients' p99. Everything started
 here is stopped at the end, also on error or Ctrl-C.
 
-    python3 scripts/bench_metrics.py [--repetitions 5] [--seconds 3] [--https]
+    lab/.venv/bin/python scripts/bench_metrics.py [--repetitions 5] [--seconds 3] [--https]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import hostile, peers, tls as tlslib  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", ROOT / "target" / "release"))

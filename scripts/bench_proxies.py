@@ -15,9 +15,11 @@ servers' counters must show that the target did the row's job (scripts/benchlib/
     scripts/bench_proxies.py --baseline-bin DIR   # also DIR/memrelay beside this build (before/after)
     BENCH_QUICK=1 scripts/bench_proxies.py --rows "TLS read 16"   # what TLS costs (with "read 16")
 
-memcached's proxy is not packaged: MEMCACHED_PROXY=/path/to/memcached (built with
---enable-proxy) adds it; without it its cells say so. Standard library only. Every process it
-starts is stopped on exit, also on Ctrl-C.
+memcached's proxy is not packaged: scripts/build-memcached-proxy.sh builds it (cached outside
+the repository), or MEMCACHED_PROXY=/path/to/memcached (built with --enable-proxy) names another;
+without either its cells say so. Runs in the lab's Python (lab/.venv/bin/python): the peers are
+started with the lab's memrelay_lab.plumbing. Every process it starts is stopped on exit, also
+on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from benchlib import beforeafter, peers, profile, rows as rowlib, tls as tlslib
 from benchlib.measure import measure as measure_cell, populate
-from benchlib.processes import Processes, free_port, wait_for_port
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port
 from benchlib.summary import CPU_BAR, THROUGHPUT_BAR, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +167,7 @@ def main() -> int:
             parser.error(why)
         names = beforeafter.with_baselines(names)
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
-        print("bench: memcached-proxy skipped: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+        print(f"bench: memcached-proxy {peers.MEMCACHED_PROXY_ABSENT}",
               file=sys.stderr)
 
     procs = Processes()

@@ -6,7 +6,7 @@ sits in front of it, configured so that every client's requests go over the same
 connections: memrelay evented with one event thread (one server connection for everyone: the
 sharpest case) and with one per core (a connection per thread), memrelay's pool engine (16
 workers, a server connection each), twemproxy (`server_connections: 1`) and memcached's proxy
-(with MEMCACHED_PROXY; a backend connection per worker thread, `-t` = cores).
+(its cached build or MEMCACHED_PROXY; a backend connection per worker thread, `-t` = cores).
 
 The hostile clients are a separate process (scripts/benchlib/hostile.py's PIPELINER, so its CPU
 is its own): N connections (rows for N = 1, 8, 64) that each pipeline 300 `get`s of the 1 MiB
@@ -23,10 +23,10 @@ target's RSS passes --rss-limit (4 GiB): such a run's peak says "≥ limit" and 
 A run where more than 1% of the honest requests went unanswered (stuck behind the attacker until
 the end of the run and memrelay-bench's 2 s grace) has no p99: it says "stalled".
 
-    python3 scripts/bench_sharing.py                 # every row and target, medians of 3 × 2 s (~9 min)
-    python3 scripts/bench_sharing.py --quick         # one 0.5 s run per cell (also BENCH_QUICK=1), ~1-2 min
-    python3 scripts/bench_sharing.py --targets memrelay-evented/1 --connections 8 --modes never
-    python3 scripts/bench_sharing.py --baseline-bin DIR   # also DIR/memrelay (an earlier build), interleaved
+    lab/.venv/bin/python scripts/bench_sharing.py                 # every row and target, medians of 3 × 2 s (~9 min)
+    lab/.venv/bin/python scripts/bench_sharing.py --quick         # one 0.5 s run per cell (also BENCH_QUICK=1), ~1-2 min
+    lab/.venv/bin/python scripts/bench_sharing.py --targets memrelay-evented/1 --connections 8 --modes never
+    lab/.venv/bin/python scripts/bench_sharing.py --baseline-bin DIR   # also DIR/memrelay (an earlier build), interleaved
 
 Results: a table on stdout and JSON in results/bench/sharing/sharing.json (--out DIR). Every
 process started here is stopped at the end, also on error or Ctrl-C.
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import beforeafter, bigreplies, hostile, human, peers, rss  # noqa: E402
 from benchlib.measure import populate  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 from benchlib.rows import Row  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -285,7 +285,7 @@ def main() -> int:
         names = beforeafter.with_baselines(names)
     chosen = attacks([int(n) for n in args.connections.split(",")], modes)
     if "memcached-proxy" in names and peers.memcached_proxy_binary() is None:
-        print("bench: memcached-proxy absent: MEMCACHED_PROXY does not name a memcached built with --enable-proxy",
+        print(f"bench: memcached-proxy {peers.MEMCACHED_PROXY_ABSENT}",
               file=sys.stderr)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()

@@ -1,15 +1,14 @@
-"""Each middleware program as the lab starts it (`experiment._proxies`): it starts and listens,
+"""Each middleware program as the lab starts it (`experiment._proxies`, `plumbing.peers`): it starts and listens,
 routes as configured (a set through it lands on the server(s) the routing says, read back from
 the servers themselves; a multi-get through it is served), and stops with nothing left running.
 
-memcached's proxy is $MEMCACHED_PROXY or the one scripts/build-memcached-proxy.sh builds; the
-fixture builds it when it is missing and skips only when that build cannot run here."""
+memcached's proxy is $MEMCACHED_PROXY or the one scripts/build-memcached-proxy.sh builds (cached
+outside the repository); it is built when missing, and skipped only when that build cannot run here."""
 
 from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -17,8 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memrelay_lab.experiment import REPO, BinaryNotFound, LocalHost, find_binaries
+from memrelay_lab.experiment import BinaryNotFound, LocalHost, find_binaries
 from memrelay_lab.experiment._binaries import find_proxy
+from memrelay_lab.plumbing.binaries import build_memcached_proxy
 from memrelay_lab.experiment._expand import Configuration
 from memrelay_lab.experiment._processes import memcached_command, memrelay_command, wait_until_listening
 from memrelay_lab.experiment._proxies import proxy_launch, routing
@@ -26,15 +26,9 @@ from memrelay_lab.experiment._proxies import proxy_launch, routing
 
 def _program(program: str) -> str:
     try:
-        return find_proxy(program)
+        return build_memcached_proxy() if program == "memcached-proxy" else find_proxy(program)
     except BinaryNotFound as missing:
-        if program != "memcached-proxy":
-            pytest.skip(str(missing))
-        build = subprocess.run([str(REPO / "scripts" / "build-memcached-proxy.sh")], capture_output=True,
-                               text=True, timeout=1200)
-        if build.returncode != 0:
-            pytest.skip(f"memcached's proxy cannot be built here: {build.stdout[-300:]} {build.stderr[-300:]}")
-        return find_proxy(program)
+        pytest.skip(str(missing))
 
 
 def _configuration(servers: int, **changes) -> Configuration:

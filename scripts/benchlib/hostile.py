@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memrelay_lab.plumbing.processes import Processes
+
 from . import peers
-from .processes import Processes
 
 # The attacker: a separate process, so its own CPU shows up as what it is.
 # argv: port, connections, what the dribbling half sends (`tls` or `http`).

@@ -7,8 +7,9 @@ import json
 import subprocess
 from pathlib import Path
 
+from memrelay_lab.plumbing.processes import cpu_split
+
 from . import peers, workcheck
-from .processes import cpu_split
 from .rows import Row
 
 

@@ -1,9 +1,10 @@
 """How each bench target is started in front of the row's memcached servers.
 
 Targets: `memcached` (the servers themselves, no proxy: the ceiling, not a peer), `twemproxy`
-(Debian's nutcracker), `memcached-proxy` (memcached's built-in proxy with a routelib Lua
-configuration written here; its binary is taken from $MEMCACHED_PROXY, a memcached built with
-`--enable-proxy`, since none is packaged), and memrelay as `memrelay-ENGINE[/N][+stats]`.
+(Debian's nutcracker), `memcached-proxy` (memcached's built-in proxy, not packaged: $MEMCACHED_PROXY
+or the build of scripts/build-memcached-proxy.sh), and memrelay as `memrelay-ENGINE[/N][+stats]`.
+Each row's layout is said as a routing (`ROUTING`); how a peer is configured and started for
+it is the lab's `memrelay_lab.plumbing.peers`, which the lab's experiments use too.
 
 `command(target, layout, ...)` gives the argv, or a `Cannot` with the reason when the target
 cannot serve the layout (twemproxy has no replication, nor TLS).
@@ -16,15 +17,36 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrelay_lab.plumbing.binaries import HOW_TO_GET, BinaryNotFound, find_proxy
+from memrelay_lab.plumbing.peers import (
+    MAX_CONNECTIONS,
+    Routing,
+    memcached_proxy_command,
+    memcached_proxy_config,
+    memrelay_routing_options,
+    twemproxy_command,
+    twemproxy_config,
+)
+from memrelay_lab.plumbing.processes import free_port
+
 from . import tls as tlslib
 from .beforeafter import SUFFIX, is_baseline
-from .processes import free_port
+
+__all__ = ["CORES", "MAX_CONNECTIONS", "MEMCACHED_PROXY_ABSENT", "Cannot", "command", "find", "is_peer", "memcached_proxy_binary",
+           "with_option"]
 
 # The proxy's thread count: one per core, as memrelay's default.
 CORES = os.cpu_count() or 1
-# Client connections memcached (direct or proxy) accepts; its default 1,024 is below the
-# connection-scaling row's 1,000 plus the bench's own.
-MAX_CONNECTIONS = 4096
+# memcached-proxy's cells when it is not there, and how to get it.
+MEMCACHED_PROXY_ABSENT = f"absent: {HOW_TO_GET['memcached-proxy']}"
+# Each layout (scripts/benchlib/rows.py) in memrelay's terms.
+ROUTING = {
+    "single": Routing(),
+    "tls1": Routing(),
+    "all3": Routing(),  # every key on every server: writes to all three
+    "shard3": Routing("ketama", sharded=True),
+    "r2of3": Routing("ketama", copies=2, read_any=True),
+}
 
 
 @dataclass(frozen=True)
@@ -40,63 +62,11 @@ def is_peer(target: str) -> bool:
 
 
 def memcached_proxy_binary() -> str | None:
-    """$MEMCACHED_PROXY if it names an executable, else None (its cells are then skipped)."""
-    path = os.environ.get("MEMCACHED_PROXY")
-    return path if path and os.access(path, os.X_OK) else None
-
-
-def twemproxy_config(layout: str, listen: int, servers: list[int]) -> str | Cannot:
-    if layout in ("all3", "r2of3"):
-        return Cannot("cannot: twemproxy keeps one copy of a key (no replication)")
-    lines = "".join(f"   - 127.0.0.1:{port}:1\n" for port in servers)
-    return (
-        "pool:\n"
-        f"  listen: 127.0.0.1:{listen}\n"
-        "  hash: md5\n  distribution: ketama\n  auto_eject_hosts: false\n"
-        "  server_connections: 1\n"
-        f"  servers:\n{lines}"
-    )
-
-
-def memcached_proxy_config(layout: str, servers: list[int]) -> str:
-    """A routelib configuration (memcached's proxy) doing the layout's job.
-
-    `r2of3` without a replica-set primitive: two pools over the same three servers, the second
-    with the list rotated by one. A pool picks a backend by the key's hash and the list's length
-    alone, so a key hashed to position i lands on server i in the first and server i+1 in the
-    second: two distinct servers per key, like R=2. Writes go to both and wait for both
-    (route_allsync), reads to either at random (route_random)."""
-    addr = [f'"127.0.0.1:{port}"' for port in servers]
-    if layout == "single":
-        return f"pools{{ main = {{ backends = {{ {addr[0]} }} }} }}\nroutes{{ default = route_direct{{ child = \"main\" }} }}\n"
-    if layout == "shard3":
-        return (f"pools{{ main = {{ backends = {{ {', '.join(addr)} }} }} }}\n"
-                "routes{ default = route_direct{ child = \"main\" } }\n")
-    if layout == "all3":
-        pools = ", ".join(f"s{i} = {{ backends = {{ {a} }} }}" for i, a in enumerate(addr))
-        return (f"pools{{ {pools} }}\n"
-                "routes{\n"
-                "  cmap = { set = route_allsync{ children = { \"s0\", \"s1\", \"s2\" } } },\n"
-                "  default = route_direct{ child = \"s0\" },\n"
-                "}\n")
-    if layout == "r2of3":
-        rotated = addr[1:] + addr[:1]
-        return (f"pools{{\n  ring0 = {{ backends = {{ {', '.join(addr)} }} }},\n"
-                f"  ring1 = {{ backends = {{ {', '.join(rotated)} }} }},\n}}\n"
-                "routes{\n"
-                "  cmap = { set = route_allsync{ children = { \"ring0\", \"ring1\" } } },\n"
-                "  default = route_random{ children = { \"ring0\", \"ring1\" } },\n"
-                "}\n")
-    raise ValueError(layout)
-
-
-def memrelay_arguments(layout: str, servers: list[int]) -> list[str]:
-    argv = [a for port in servers for a in ("--server", f"127.0.0.1:{port}")]
-    if layout == "r2of3":
-        argv += ["--distribution", "ketama", "--replication", "2", "--read-from", "any-replica"]
-    elif layout == "shard3":
-        argv += ["--distribution", "ketama", "--sharded"]
-    return argv  # single and all3: the default distribution `all`
+    """memcached's proxy ($MEMCACHED_PROXY, else the cached build), or None (its cells are then skipped)."""
+    try:
+        return find_proxy("memcached-proxy")
+    except BinaryNotFound:
+        return None
 
 
 def memrelay_tls(argv: list[str], binary: str, engine: str, listen: int, work: Path) -> list[str] | Cannot:
@@ -139,28 +109,29 @@ def command(target: str, layout: str, listen: int, servers: list[int], work: Pat
         return Cannot("cannot: twemproxy speaks no TLS")
     if layout == "tls1" and target == "memcached-proxy":
         return Cannot("cannot: memcached's proxy is not set up for TLS (client and backend) here")
+    address = "127.0.0.1"
+    servers_at = [f"{address}:{port}" for port in servers]
     if target == "twemproxy":
-        conf = twemproxy_config(layout, listen, servers)
-        if isinstance(conf, Cannot):
-            return conf
-        (work / f"{tag}.yml").write_text(conf)
-        return [find("nutcracker", bin_dir, "run `make deps`"), "-c", str(work / f"{tag}.yml"),
-                "-s", str(free_port()), "-o", str(work / f"{tag}.log")]
+        if layout in ("all3", "r2of3"):
+            return Cannot("cannot: twemproxy keeps one copy of a key (no replication)")
+        (work / f"{tag}.yml").write_text(twemproxy_config(address, listen, servers_at))
+        return twemproxy_command(find("nutcracker", bin_dir, "run `make deps`"), str(work / f"{tag}.yml"), address,
+                                 free_port())
     if target == "memcached-proxy":
         binary = memcached_proxy_binary()
         if binary is None:
-            return Cannot("absent: set MEMCACHED_PROXY to a memcached built with --enable-proxy")
-        (work / f"{tag}.lua").write_text(memcached_proxy_config(layout, servers))
-        argv = [binary, "-l", "127.0.0.1", "-p", str(listen), "-U", "0", "-t", str(CORES),
-                "-c", str(MAX_CONNECTIONS), "-o", f"proxy_config=routelib,proxy_arg={work / f'{tag}.lua'}"]
-        return argv + (["-u", "root"] if os.geteuid() == 0 else [])
+            return Cannot(MEMCACHED_PROXY_ABSENT)
+        (work / f"{tag}.lua").write_text(memcached_proxy_config(servers_at, ROUTING[layout]))
+        return memcached_proxy_command(binary, address, listen, CORES, str(work / f"{tag}.lua"))
     if target.startswith("memrelay"):
         # memrelay-ENGINE[/N][+stats][@baseline]: N workers (pool) or event threads (evented).
         baseline = is_baseline(target)
         binary = str(baseline_bin / "memrelay") if baseline else find("memrelay", bin_dir, "run `make build`")
         engine, _, stats = target.removeprefix("memrelay-").removesuffix(SUFFIX).partition("+")
         engine, _, count = engine.partition("/")
-        argv = [binary, "--engine", engine, "--listen", f"127.0.0.1:{listen}"] + memrelay_arguments(layout, servers)
+        argv = [binary, "--engine", engine, "--listen", f"127.0.0.1:{listen}"]
+        argv += [a for port in servers for a in ("--server", f"127.0.0.1:{port}")]
+        argv += memrelay_routing_options(ROUTING[layout])
         argv += ["--workers", count or "16"] if engine == "pool" else ["--threads", count or str(CORES)]
         if stats == "stats":
             argv += ["--stats-dir", str(work / f"stats-{tag}")]

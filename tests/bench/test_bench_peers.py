@@ -1,7 +1,8 @@
 """The bench's peers really do each row's job, and its work check catches one that does not.
 
 Real memcached servers, real memrelay, real twemproxy, real memrelay-bench; memcached's proxy
-when $MEMCACHED_PROXY names one (skipped otherwise, with the reason). Where a key ended up is
+is $MEMCACHED_PROXY or scripts/build-memcached-proxy.sh's cached build, built here when it is
+missing (skipped, with the reason, only when it cannot be built). Where a key ended up is
 read back from each server with `mg <key>` (the servers, not the code under test, say it).
 Every process started here is stopped by the fixture, also when a test fails.
 """
@@ -20,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from benchlib import peers, rows as rowlib, workcheck  # noqa: E402
-from benchlib.processes import Processes, free_port, wait_for_port  # noqa: E402
+from memrelay_lab.plumbing.binaries import BinaryNotFound, build_memcached_proxy  # noqa: E402
+from memrelay_lab.plumbing.processes import Processes, free_port, wait_for_port  # noqa: E402
 
 BIN = Path(os.environ.get("MEMRELAY_BIN_DIR", REPO / "target" / "release"))
 KEYS = [f"peer-check-{i}" for i in range(300)]
@@ -47,8 +49,11 @@ def bed():
 
 
 def start(procs: Processes, work: Path, target: str, layout: str, ports: list[int], argv_edit=None) -> int:
-    if target == "memcached-proxy" and peers.memcached_proxy_binary() is None:
-        pytest.skip("MEMCACHED_PROXY does not name a memcached built with --enable-proxy")
+    if target == "memcached-proxy":
+        try:
+            build_memcached_proxy()
+        except BinaryNotFound as missing:
+            pytest.skip(str(missing))
     listen = free_port()
     argv = peers.command(target, layout, listen, ports[: rowlib.SERVERS[layout]], work, BIN)
     if isinstance(argv, peers.Cannot):

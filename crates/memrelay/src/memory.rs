@@ -10,11 +10,15 @@ use std::time::Duration;
 /// How often the free pages are given back.
 const TRIM_EVERY: Duration = Duration::from_secs(1);
 
+/// Buffers of this size and more are mapped on their own ([`configure_allocator`]): their pages
+/// cost memory only once written, and growing one remaps it instead of copying it.
+pub const MAP_THRESHOLD: usize = 4 * 1024 * 1024;
+
 /// Sets the allocator's thresholds; called first thing in `main`, before any other thread.
 pub fn configure_allocator() {
     // SAFETY: mallopt only sets allocator parameters.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MAP_THRESHOLD as libc::c_int);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 16 * 1024 * 1024);
     }
 }

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .._values import configuration_label
+from ..plumbing.peers import Routing
 from ._spec import PARAMETERS, Experiment, workload_ratio
 
 __all__ = ["Configuration", "Instance", "Run", "expand", "placement", "plan"]
@@ -136,6 +137,11 @@ class Configuration:
         if self.replication == "half":
             return math.ceil(self.servers / 2)
         return int(self.replication) if self.replication else None
+
+    @property
+    def key_routing(self) -> Routing:
+        """Where memrelay sends keys here; memcached's proxy and twemproxy follow it as far as they can."""
+        return Routing(self.distribution, self.replicas or 1, self.read_from == "any-replica", self.sharded)
 
     def as_dict(self) -> dict[str, Any]:
         """Every parameter and derived column (the configuration columns of the DataFrames)."""

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..plumbing.processes import free_port
 
 __all__ = ["Host", "HostError", "LocalHost", "ProcessHandle"]
 
@@ -121,10 +121,6 @@ class Host(ABC):
     @abstractmethod
     def stop_all(self, grace: float = 2.0) -> list[ProcessHandle]:
         """Stop every process this host started that is still running; returns them."""
-
-
-# Where a local host picks its servers' ports: below the ephemeral range.
-_PORTS_FROM, _PORTS_TO = 20000, 32768
 
 
 class LocalHost(Host):
@@ -222,20 +218,7 @@ class LocalHost(Host):
         return local_path
 
     def free_port(self) -> int:
-        # Below the kernel's ephemeral range (32768 and up here): a port the kernel hands out as
-        # free can be taken by a client's outgoing connection before the server binds it
-        # (a run's memcached once exited "Address already in use" in a fresh clone's tests).
-        for _ in range(200):
-            port = random.randrange(_PORTS_FROM, _PORTS_TO)
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-                try:
-                    probe.bind((self.address, port))
-                except OSError:
-                    continue
-                return port
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((self.address, 0))
-            return probe.getsockname()[1]
+        return free_port(self.address)
 
     @property
     def live(self) -> list[ProcessHandle]:

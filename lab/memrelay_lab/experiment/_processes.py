@@ -1,8 +1,8 @@
 """The three programs a run drives: memcached, memrelay and memrelay-bench.
 
 This module knows their command lines, how to tell one is ready (it accepts TCP
-connections), how to read a memcached server's ``stats``, and their versions. Where their
-binaries are is :mod:`._binaries`. It starts nothing itself except through a
+connections: `plumbing.processes`), how to read a memcached server's ``stats``, and their
+versions. Where their binaries are is :mod:`._binaries`. It starts nothing itself except through a
 :class:`~memrelay_lab._hosts.Host`.
 """
 
@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 from pathlib import Path
 
+from ..plumbing.peers import memrelay_routing_options
+from ..plumbing.processes import NotListening, wait_for_port
 from ._binaries import Binaries
 from ._expand import Configuration
 from ._hosts import Host, ProcessHandle
@@ -59,11 +60,7 @@ def memrelay_command(
     for server in servers:
         argv += ["--server", server]
     argv += ["--engine", config.engine, "--workers", str(config.workers)]
-    if config.sharded:
-        argv.append("--sharded")
-    argv += ["--distribution", config.distribution]
-    if config.distribution == "ketama":
-        argv += ["--replication", config.replication, "--read-from", config.read_from]
+    argv += memrelay_routing_options(config.key_routing, config.replication)
     argv += ["--stats-dir", str(stats_dir), "--stats-window", "1"]
     if request_log_sample:
         argv += ["--request-log-sample", str(request_log_sample)]
@@ -117,28 +114,15 @@ def populate_command(binary: str, config: Configuration, target: str, json_out: 
 
 def wait_until_listening(host: Host, handle: ProcessHandle, port: int, timeout: float = 10.0) -> None:
     """Return once ``handle`` accepts TCP connections on ``port``; ProcessFailed if it dies or times out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        status = host.poll(handle)
-        if status is not None:
-            raise ProcessFailed(f"{handle.name} exited with status {status} before listening on port {port}"
-                                f"{log_tail(handle.log_path)} (log: {handle.log_path})")
-        try:
-            with socket.create_connection((host.address, port), timeout=0.5):
-                pass
-        except OSError:
-            if time.monotonic() > deadline:
-                raise ProcessFailed(f"{handle.name} did not listen on port {port} within {timeout:g} s "
-                                    f"(log: {handle.log_path})") from None
-            time.sleep(0.02)
-            continue
-        # Someone listens; make sure it is ours (a taken port makes ours exit at once).
-        time.sleep(0.05)
-        status = host.poll(handle)
-        if status is not None:
-            raise ProcessFailed(f"{handle.name} exited with status {status} (port {port} taken?)"
-                                f"{log_tail(handle.log_path)} (log: {handle.log_path})")
-        return
+    try:
+        wait_for_port(port, lambda: host.poll(handle), timeout, host.address)
+    except NotListening as failed:
+        if failed.status is None:
+            raise ProcessFailed(f"{handle.name} did not listen on port {port} within {timeout:g} s "
+                                f"(log: {handle.log_path})") from None
+        why = f" (port {port} taken?)" if failed.taken else f" before listening on port {port}"
+        raise ProcessFailed(f"{handle.name} exited with status {failed.status}{why}"
+                            f"{log_tail(handle.log_path)} (log: {handle.log_path})") from None
 
 
 def log_tail(path: Path) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
+from ..plumbing.processes import NotListening, wait_for_port
 from ._cgroups import enter_cgroup
 from ._names import TestbedError
 
@@ -98,15 +97,10 @@ def start_sshd(folder: Path, name: str, namespace: str, address: str, cgroup: Pa
 
 def wait_listening(process: subprocess.Popen, address: str, log: Path, timeout: float = 30.0) -> None:
     """Returns once sshd accepts connections at ``address``:22 (from the lab's namespace)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise TestbedError(f"sshd at {address} exited with status {process.returncode}: "
-                               f"{log.read_text(errors='replace').strip()[-300:]}")
-        try:
-            with socket.create_connection((address, SSH_PORT), timeout=1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise TestbedError(f"sshd at {address} did not listen within {timeout:g} s") from None
-            time.sleep(0.05)
+    try:
+        wait_for_port(SSH_PORT, process, timeout, address)
+    except NotListening as failed:
+        if failed.status is None:
+            raise TestbedError(f"sshd at {address} did not listen within {timeout:g} s") from None
+        raise TestbedError(f"sshd at {address} exited with status {failed.status}: "
+                           f"{log.read_text(errors='replace').strip()[-300:]}") from None

@@ -17,14 +17,18 @@ use crate::relay::stream::HOLD_LIMIT;
 pub(crate) struct Budget {
     /// `--client-budget-bytes`: past it the client's requests wait unread.
     limit: usize,
-    /// One value more (`--max-value-size`, at most what a held reply may be): past the limit and
-    /// this, the client is cut off.
+    /// One reply more (`--max-value-size`, at most what a held reply may be, and the reply's
+    /// header and end around it): past the limit and this, the client is cut off.
     allowance: usize,
 }
 
+/// What a reply adds around its value: the `VALUE` line (a 250-byte key, flags, length, cas) and
+/// the `END` after it, rounded up.
+const REPLY_FRAMING: usize = 512;
+
 impl Budget {
     pub fn new(limit: usize, max_value_len: usize) -> Budget {
-        Budget { limit, allowance: max_value_len.min(HOLD_LIMIT) }
+        Budget { limit, allowance: max_value_len.min(HOLD_LIMIT) + REPLY_FRAMING }
     }
 
     /// `--client-budget-bytes`.
@@ -110,12 +114,16 @@ mod tests {
         let budget = Budget::new(4 << 20, 1 << 20);
         assert!(!budget.spent(4 << 20));
         assert!(budget.spent((4 << 20) + 1));
-        assert!(!budget.exceeded(5 << 20));
-        assert!(budget.exceeded((5 << 20) + 1));
+        // A reply of the largest value, with its VALUE line and END, still fits after the limit.
+        let reply = format!("VALUE {} 4294967295 1048576 18446744073709551615\r\n", "k".repeat(250)).len()
+            + (1 << 20)
+            + "\r\nEND\r\n".len();
+        assert!(!budget.exceeded((4 << 20) + reply));
+        assert!(budget.exceeded((5 << 20) + REPLY_FRAMING + 1));
         // A value larger than a held reply may be counts as a held reply's most.
         let huge = Budget::new(1, usize::MAX);
-        assert!(!huge.exceeded(1 + HOLD_LIMIT));
-        assert!(huge.exceeded(2 + HOLD_LIMIT));
+        assert!(!huge.exceeded(1 + HOLD_LIMIT + REPLY_FRAMING));
+        assert!(huge.exceeded(2 + HOLD_LIMIT + REPLY_FRAMING));
     }
 
     #[test]

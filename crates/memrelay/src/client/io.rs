@@ -13,6 +13,10 @@ use crate::buffer::{Arrivals, Filled, ReadBuffer};
 /// Pieces of a streaming reply at least this long are written at once rather than appended.
 pub(crate) const SEND_DIRECT: usize = 8 * 1024;
 
+/// Replies waiting for a slow client past this size are held in a buffer mapped on its own
+/// ([`ClientIo::hold`]).
+const HOLD_MAPPED: usize = 256 * 1024;
+
 pub struct ClientIo {
     input: ReadBuffer,
     max_message: usize,
@@ -191,9 +195,20 @@ impl ClientIo {
             }
         }
         if !self.broken {
-            self.output.extend_from_slice(&bytes[sent..]);
+            self.hold(&bytes[sent..]);
         }
         self.flush(socket)
+    }
+
+    /// Appends a large reply's bytes the socket did not take. An output that grows past
+    /// [`HOLD_MAPPED`] is mapped on its own at once: the copies and the freed smaller buffers
+    /// of growing it in the heap would cost a slow client's memory once more.
+    fn hold(&mut self, bytes: &[u8]) {
+        let len = self.output.len() + bytes.len();
+        if len > self.output.capacity() && len > HOLD_MAPPED {
+            self.output.reserve(len.max(crate::memory::MAP_THRESHOLD) - self.output.len());
+        }
+        self.output.extend_from_slice(bytes);
     }
 
     /// Writes what the socket takes of the output. Returns `Some(want)` when the need for

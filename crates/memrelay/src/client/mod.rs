@@ -99,18 +99,23 @@ impl<E> Session<E> {
         budget.spent(self.held())
     }
 
+    /// Whether the client's requests wait for it to take its replies (`over` its budget); counts
+    /// the times they begin to.
+    pub fn waits_for_budget(&mut self, over: bool) -> bool {
+        if over && !self.over_budget {
+            budget::count_pause();
+        }
+        self.over_budget = over;
+        over
+    }
+
     /// The next request (see [`Framing::next`]); none while the client holds more than its
     /// budget (back-pressure) or is closing.
     pub fn next_request(&mut self, limits: &Limits, budget: &Budget, local: &LocalAnswers) -> Next {
         if self.closing || self.io.broken {
             return Next::Wait;
         }
-        let over = self.backed_up(budget);
-        if over && !self.over_budget {
-            budget::count_pause();
-        }
-        self.over_budget = over;
-        if over {
+        if self.waits_for_budget(self.backed_up(budget)) {
             return Next::Wait;
         }
         let guarded = !self.guard.open(local.access());

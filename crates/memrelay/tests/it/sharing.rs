@@ -35,8 +35,9 @@ const MIB: u64 = 1024 * 1024;
 const VALUE_LEN: usize = 1 << 20;
 /// `--client-budget-bytes`' default (not passed: the option is newer than some trees tested).
 const BUDGET: u64 = 4 * MIB;
-/// What one hostile client may make memrelay hold: its budget and one value more.
-const PER_CLIENT: u64 = BUDGET + VALUE_LEN as u64;
+/// What one hostile client may make memrelay hold: its budget and one reply more (the value, its
+/// VALUE line and END: 512 bytes at most around it).
+const PER_CLIENT: u64 = BUDGET + VALUE_LEN as u64 + 512;
 /// The longest an innocent answer may take. The server timeout is 1 s; what these tests catch
 /// costs minutes (or for ever), so this does not depend on the machine's speed.
 const LATE: Duration = Duration::from_secs(5);

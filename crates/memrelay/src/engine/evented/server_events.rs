@@ -302,16 +302,16 @@ impl Downstream for Down<'_> {
         if !self.budget.spent(held) {
             return Flow::Go;
         }
+        if self.budget.exceeded(held) {
+            clients::cut_off(self.clients, slot);
+            self.turn.ready.push(slot);
+            return Flow::Discard;
+        }
         // Past its budget: the connection waits for this client only if nobody else does.
         if self.may_pause && !self.others_wait(queue, slot) {
             crate::client::budget::count_pause();
             return Flow::Pause;
         }
-        if !self.budget.exceeded(held) {
-            return Flow::Go;
-        }
-        clients::cut_off(self.clients, slot);
-        self.turn.ready.push(slot);
-        Flow::Discard
+        Flow::Go
     }
 }

@@ -22,7 +22,7 @@ use mio::event::Event;
 use mio::net::TcpListener;
 use mio::Poll;
 
-use super::clients::{Clients, MergeOut, Replies};
+use super::clients::{Clients, LargestReply, MergeOut, Replies, Start};
 use super::connections::Connections;
 use super::merged::Advance;
 use super::requests::{answers, Requests, TargetResult};
@@ -30,7 +30,7 @@ use super::upstream::Outstanding;
 use crate::client::budget::{Budget, HeldGauge};
 use crate::client::io::{ReadLimit, SEND_DIRECT};
 use crate::client::local::LocalAnswers;
-use crate::client::{ClientSide, Next};
+use crate::client::{ClientSide, Next, Session};
 use crate::engine::event_loop::{self, Scheduler};
 use crate::generation::{Current, Generation};
 use crate::measure::metrics::{kind_of, Outcome, Recorder, Timestamps};
@@ -90,6 +90,8 @@ pub(super) struct EventLoop {
     /// This loop's share of `client_bytes_held`, and when it publishes it next.
     held: HeldGauge,
     held_at: Instant,
+    /// What a new client's replies are expected to be ([`Replies::may_start`]).
+    largest_reply: LargestReply,
 }
 
 impl EventLoop {
@@ -125,6 +127,7 @@ impl EventLoop {
             warm_budget: WarmBudget::default(),
             held: HeldGauge::default(),
             held_at: Instant::now(),
+            largest_reply: LargestReply::new(Instant::now()),
         };
         event_loop.servers.adopt(&event_loop.config, event_loop.poll.registry());
         Ok(event_loop)
@@ -387,7 +390,10 @@ impl EventLoop {
                 session.engine.barrier = None;
             }
             let reply = entry.reply_bytes();
-            session.engine.replied(reply.len().max(entry.streamed), &self.clients.budget, self.max_in_flight);
+            let len = reply.len().max(entry.streamed);
+            session.engine.replied(len, &self.clients.budget, self.max_in_flight);
+            let now = Instant::now();
+            self.largest_reply.seen(len, now);
             if reply.len() < SEND_DIRECT {
                 session.io.output().extend_from_slice(reply);
             } else {
@@ -395,7 +401,7 @@ impl EventLoop {
                 self.clients.send(self.poll.registry(), slot, reply);
             }
             let entry = self.inflight.get_mut(index);
-            entry.times.reply_written = Instant::now();
+            entry.times.reply_written = now;
             written = Some(entry.times.reply_written);
             if let Some(request) = entry.request.as_ref() {
                 let targets = entry.exchange.targets().len().max(1) as u16;
@@ -515,8 +521,7 @@ impl Scheduler for EventLoop {
     /// pauses (pump reads again once replies drain).
     fn read_client(&mut self, slot: usize, to_eof: bool) {
         let Some(session) = self.clients.sessions.get(slot) else { return };
-        let window = session.engine.window(self.max_in_flight);
-        let limit = if session.engine.queue.len() >= window || session.backed_up(&self.clients.budget) {
+        let limit = if self.may_start(session) != Start::Yes || session.backed_up(&self.clients.budget) {
             ReadLimit::Bytes(READ_CHUNK)
         } else {
             ReadLimit::None
@@ -535,12 +540,15 @@ impl Scheduler for EventLoop {
         loop {
             let mut starved = false;
             loop {
-                let Some(session) = self.clients.sessions.get_mut(slot) else { return };
-                if session.engine.queue.len() >= session.engine.window(self.max_in_flight) {
+                let Some(session) = self.clients.sessions.get(slot) else { return };
+                let start = self.may_start(session);
+                if start != Start::Yes {
                     // `--max-in-flight`, or what its budget holds of replies like its last: the
                     // rest of its pipeline waits (counted when some does).
+                    let session = &mut self.clients.sessions[slot];
                     if !session.pending().is_empty() {
                         crate::access::count_yield();
+                        session.waits_for_budget(start == Start::Budget);
                     }
                     break;
                 }
@@ -549,6 +557,7 @@ impl Scheduler for EventLoop {
                         break;
                     }
                 }
+                let session = &mut self.clients.sessions[slot];
                 match session.next_request(&self.clients.limits, &self.clients.budget, &self.clients.local) {
                     Next::Wait => {
                         starved = true;
@@ -579,7 +588,7 @@ impl Scheduler for EventLoop {
                         && !s.io.drained()
                         && !s.closing
                         && !s.backed_up(budget)
-                        && s.engine.queue.len() < s.engine.window(self.max_in_flight)
+                        && self.may_start(s) == Start::Yes
                 });
             if !reading {
                 break;
@@ -643,6 +652,12 @@ impl Scheduler for EventLoop {
 }
 
 impl EventLoop {
+    /// Whether the client may start one more request ([`Replies::may_start`]).
+    fn may_start(&self, session: &Session<Replies>) -> Start {
+        let guess = || self.largest_reply.guess(Instant::now());
+        session.engine.may_start(session.held(), &self.clients.budget, self.max_in_flight, guess)
+    }
+
     /// The next entry of one of the turn's lists that is still the entry it was.
     fn next_work(&mut self, list: impl Fn(&mut Turn) -> &mut Vec<Work>) -> Option<usize> {
         while let Some((index, generation)) = list(&mut self.turn).pop() {

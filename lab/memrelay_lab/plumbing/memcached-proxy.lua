@@ -1,12 +1,13 @@
 -- memcached's proxy (memcached built with --enable-proxy) routing as memrelay routes, for the
--- lab's middleware = "memcached-proxy". Written against the proxy's own Lua API (mcp.pool,
--- mcp.attach, mcp.await), which every proxy-enabled memcached has since 1.6.13; routelib is
--- not needed. The lab writes the settings table in front of this file:
+-- lab's middleware = "memcached-proxy" and `make bench`'s memcached-proxy target. Written
+-- against the proxy's own Lua API (mcp.pool, mcp.attach, mcp.await), which every proxy-enabled
+-- memcached has since 1.6.13; routelib is not needed. plumbing/peers.py writes the settings
+-- table in front of this file:
 --
---   lab = { servers = { {"127.0.0.1", 11211}, ... },   -- the run's memcached servers
---           mode = "all" | "hashed",                   -- memrelay's --distribution all | ketama
---           copies = R,                                -- copies of each key (hashed mode)
---           read_any = true | false }                  -- reads from any copy (--read-from)
+--   settings = { servers = { {"127.0.0.1", 11211}, ... },   -- the run's memcached servers
+--                mode = "all" | "hashed",                   -- memrelay's --distribution all | ketama
+--                copies = R,                                -- copies of each key (hashed mode)
+--                read_any = true | false }                  -- reads from any copy (--read-from)
 --
 -- mode "all": every key on every server. A write goes to every server and is answered when
 -- all have answered (memrelay's default write policy); a read goes to one server picked at
@@ -20,19 +21,19 @@
 
 function mcp_config_pools(old)
     local backends = {}
-    for i, server in ipairs(lab.servers) do
+    for i, server in ipairs(settings.servers) do
         backends[i] = mcp.backend("s" .. i, server[1], server[2])
     end
     -- Keyed by name: this proxy copies only string-keyed tables from the configuration's VM to
     -- the workers' (an array of pools arrives empty).
     local pools = {}
-    if lab.mode == "all" then
+    if settings.mode == "all" then
         for i, backend in ipairs(backends) do
             pools["p" .. i] = mcp.pool({ backend })
         end
     else
         local n = #backends
-        for copy = 1, lab.copies do
+        for copy = 1, settings.copies do
             local rotated = {}
             for i = 1, n do
                 rotated[i] = backends[((i - 1 + copy - 1) % n) + 1]
@@ -51,12 +52,12 @@ end
 
 function mcp_config_routes(named)
     local pools = {}
-    for i = 1, (lab.mode == "all" and #lab.servers or lab.copies) do
+    for i = 1, (settings.mode == "all" and #settings.servers or settings.copies) do
         pools[i] = named["p" .. i]
     end
     local count = #pools
     local random = math.random
-    local read_any = lab.mode == "all" or lab.read_any
+    local read_any = settings.mode == "all" or settings.read_any
     if mcp.funcgen_new then
         -- 1.6.2x and later: routes are function generators over handles (pool(r) and mcp.await are gone).
         local fgen = mcp.funcgen_new()
@@ -64,7 +65,7 @@ function mcp_config_routes(named)
         for i = 1, count do
             handles[i] = fgen:new_handle(pools[i])
         end
-        fgen:ready({ n = "memrelay-lab", f = function(rctx)
+        fgen:ready({ n = "memrelay", f = function(rctx)
             return function(r)
                 if is_read(r) or count == 1 then
                     local pick = (read_any and count > 1) and random(count) or 1
