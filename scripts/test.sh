@@ -7,7 +7,7 @@
 # Independent stages run side by side (docs/testing.md says why each pair is safe):
 #   deps | lint | build | proxy   (the builds need nothing deps installs; clippy's profile is
 #                                  release, the tests' release-tests: two target folders, locked
-#                                  apart; proxy: memcached's proxy for the lab's test_proxies.py)
+#                                  apart; proxy: memcached's proxy, for the lab's and bench's tests)
 #   rust, python, clients | lab, bench    (two lanes, each in order, once those four are done)
 # A side-by-side stage writes its output to a log file, printed when the stage ends, in stage
 # order. The first failure stops every other stage (SIGINT to its process group, so pytest runs
@@ -25,11 +25,12 @@ STOP_WAIT_S=120 # a stopped lab tears its testbed down (namespaces, sshd) before
 run_deps() { scripts/install-deps.sh; }
 run_lint() { "$CARGO" fmt --all --check && "$CARGO" clippy --release --workspace --all-targets -- -D warnings; }
 run_build() { "$CARGO" build --profile release-tests --workspace --bins; }
-# Built here rather than by the lab's first test that needs it (some 40 s of the lab's lane):
-# where it cannot be built, test_proxies.py tries again and skips, saying why, as before.
+# memcached's proxy (cached outside the repository), built here rather than by the first test of
+# the lab or the bench that needs it (some 40 s of a lane). Where it cannot be built, this stage
+# says so and passes: those tests try again and skip, saying why, as before.
 run_proxy() {
   scripts/build-memcached-proxy.sh ||
-    echo "proxy: memcached's proxy not built; the lab's test_proxies.py tries again and says why if it cannot"
+    echo "proxy: memcached's proxy not built; the lab's and the bench's tests try again and say why if they cannot"
 }
 run_rust() { "$CARGO" test --profile release-tests --workspace; }
 run_lab() { "$python" -m pytest lab/tests -q -rs --durations=12; }
