@@ -23,7 +23,8 @@ build-tests: deps
 demo: build
 	@scripts/demo.sh
 
-# Every suite, each stage timed (the times are printed at the end): scripts/test.sh.
+# Every suite, each stage timed (the times are printed at the end), independent stages side by
+# side (docs/testing.md): scripts/test.sh.
 test:
 	@scripts/test.sh
 

@@ -1,7 +1,8 @@
-"""Fixtures shared by the tests: `report_results`, one quick real experiment used by
-test_report.py and test_model_builder.py.
+"""Fixtures shared by the tests, each a real experiment run once per test session (on first use):
+`report_results`, used by test_report.py, test_model_builder.py and test_checks.py, and
+`loaders_results`, used by test_synchronized_start.py and test_measured_columns.py.
 
-A 2^2 2 design (clients 2 and 8 x multi-get size 1 and 4, sharded; two servers, two
+`report_results`: a 2^2 2 design (clients 2 and 8 x multi-get size 1 and 4, sharded; two servers, two
 middlewares with 4 workers, one request in ten logged with its timestamps), run once per
 test session with the real memcached, memrelay and memrelay-bench (about 25 s). The
 binaries are built with `cargo build --release` when target/release lacks them.
@@ -67,5 +68,40 @@ def report_results(tmp_path_factory) -> Path:
             progress=quiet,
             handle_signals=False,
         )
+    assert summary.ok, f"the shared experiment failed: {summary.failures}"
+    return out
+
+
+LOADERS_SPEC = """\
+name = "loaders"
+description = "six load generators on three client machines, at three populations"
+servers = 1
+client_machines = 3
+instances_per_machine = 2
+threads_per_instance = 1
+clients_per_thread = [1, 2, 4]
+workload = "1:4"
+middlewares = 1
+workers = 2
+repetitions = 1
+test_time = 2
+warmup = 0
+cooldown = 0
+keys = 500
+value_size = 100
+"""
+
+
+@pytest.fixture(scope="session")
+def loaders_results(tmp_path_factory) -> Path:
+    """Three runs of six benches on loopback (three client machines of two instances; 6, 12 and
+    24 clients), each bench started one after the other and told one start instant: the results
+    folder of test_synchronized_start.py (every bench began at that instant) and of
+    test_measured_columns.py (the load generators' own measures are no parameters)."""
+    programs = binaries()
+    out = tmp_path_factory.mktemp("loaders") / "results"
+    with open(os.devnull, "w") as quiet:
+        summary = run_experiment(parse_experiment(LOADERS_SPEC, source="loaders.toml"), out, binaries=programs,
+                                 progress=quiet, handle_signals=False)
     assert summary.ok, f"the shared experiment failed: {summary.failures}"
     return out

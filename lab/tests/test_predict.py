@@ -94,9 +94,9 @@ multiget = 1
 middlewares = 1
 workers = [1, 32]
 repetitions = 1
-test_time = 3
-warmup = 1
-cooldown = 1
+test_time = 2
+warmup = 0
+cooldown = 0
 keys = 1000
 """
 
