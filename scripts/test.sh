@@ -5,10 +5,12 @@
 # ($MEMRELAY_BIN_DIR), so nothing is built twice.
 #
 # Independent stages run side by side (docs/testing.md says why each pair is safe):
-#   deps | lint | build | proxy   (the builds need nothing deps installs; clippy's profile is
-#                                  release, the tests' release-tests: two target folders, locked
-#                                  apart; proxy: memcached's proxy, for the lab's and bench's tests)
-#   rust, python, clients | lab, bench    (two lanes, each in order, once those four are done)
+#   deps | build | proxy   (the build needs nothing deps installs; proxy: memcached's proxy, for
+#                           the lab's and bench's tests)
+#   rust, python, bench | lab | lint, clients    (three lanes, each in order, once those are done:
+#                           the suites wait on servers and timeouts part of the time, so a third
+#                           lane fills the cores; clippy's profile is release, the tests'
+#                           release-tests: two target folders, locked apart)
 # A side-by-side stage writes its output to a log file, printed when the stage ends, in stage
 # order. The first failure stops every other stage (SIGINT to its process group, so pytest runs
 # its teardown; SIGKILL if it has not ended within STOP_WAIT_S) and fails the run; so does Ctrl-C.
@@ -33,10 +35,11 @@ run_proxy() {
     echo "proxy: memcached's proxy not built; the lab's and the bench's tests try again and say why if they cannot"
 }
 run_rust() { "$CARGO" test --profile release-tests --workspace; }
-run_lab() { "$python" -m pytest lab/tests -q -rs --durations=12; }
+# The lab and the bench run side by side and pick ports themselves: each in its own range.
+run_lab() { MEMRELAY_PORTS=20000-26383 "$python" -m pytest lab/tests -q -rs --durations=12; }
 run_python() { "$python" -m pytest tests/python -q; }
 run_clients() { "$python" -m pytest tests/clients -q -rs --durations=5; }
-run_bench() { "$python" -m pytest tests/bench -q -rs; }
+run_bench() { MEMRELAY_PORTS=26384-32767 "$python" -m pytest tests/bench -q -rs; }
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/memrelay-make-test.XXXXXX")
 order=() # the stages started so far, in stage order
@@ -148,5 +151,5 @@ on_signal() {
 trap on_signal INT TERM
 
 STAGES=(deps lint build proxy rust lab python clients bench)
-side_by_side deps lint build proxy || exit
-side_by_side "rust python clients" "lab bench" || exit
+side_by_side deps build proxy || exit
+side_by_side "rust python bench" "lab" "lint clients" || exit

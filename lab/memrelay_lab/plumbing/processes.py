@@ -20,8 +20,25 @@ from pathlib import Path
 __all__ = ["NotListening", "Processes", "cpu_split", "free_port", "wait_for_port"]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-# Where free_port picks: below the kernel's ephemeral range (32768 and up here).
-PORTS_FROM, PORTS_TO = 20000, 32768
+
+
+def _port_range(spec: str | None) -> tuple[int, int]:
+    """Where free_port picks: below the kernel's ephemeral range (32768 and up here), or
+    $MEMRELAY_PORTS ("FROM-TO", both included), which `make test` sets apart for suites that run
+    side by side."""
+    if not spec:
+        return 20000, 32768
+    low, _, high = spec.partition("-")
+    try:
+        start, end = int(low), int(high) + 1
+    except ValueError:
+        raise ValueError(f"MEMRELAY_PORTS={spec!r}: expected FROM-TO, e.g. 20000-26383") from None
+    if not 1024 <= start < end <= 65536:
+        raise ValueError(f"MEMRELAY_PORTS={spec!r}: expected 1024 <= FROM <= TO <= 65535")
+    return start, end
+
+
+PORTS_FROM, PORTS_TO = _port_range(os.environ.get("MEMRELAY_PORTS"))
 
 
 def free_port(address: str = "127.0.0.1") -> int:
