@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -126,6 +127,16 @@ def _exchange_with_child(interval_s: float, leave_early: bool) -> dict:
         peer, _ = listener.accept()
         now = time.time()
         sampler = CpuSampler({"client-0-0": child.pid}, start=now + 0.1, end=now + 0.1 + interval_s)
+        exchanged, gone = threading.Event(), threading.Event()
+        # The second network reading waits for the exchange (on a busy machine it may take longer
+        # than the interval), as a load generator's bytes fall within its kept interval.
+        take_network = sampler._take_network
+        sampler._take_network = lambda: (sampler._network and exchanged.wait(30), take_network())
+        if leave_early:
+            # The last snapshot waits for the child to be gone: on a busy machine this thread may
+            # come to kill it only after the sampler's last snapshot was due.
+            take_last = sampler._take_last
+            sampler._take_last = lambda: (gone.wait(30), take_last())
         sampler.begin()
         _wait_for_network_readings(sampler, 1)
         child.stdin.write("go\n")
@@ -135,10 +146,12 @@ def _exchange_with_child(interval_s: float, leave_early: bool) -> dict:
             received += len(peer.recv(65536))
         peer.sendall(b"y" * 7_777)
         assert child.stdout.readline().strip() == "done"
+        exchanged.set()
         if leave_early:
-            _wait_for_network_readings(sampler, 2)  # then leave, a quarter second before the last snapshot
+            _wait_for_network_readings(sampler, 2)  # then leave, before the last snapshot
             child.kill()
             child.wait()
+            gone.set()
         document = sampler.finish()
     finally:
         child.kill()
