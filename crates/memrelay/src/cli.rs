@@ -217,7 +217,9 @@ pub struct Args {
     pub max_reply_bytes: Option<u64>,
 
     /// /metrics asks for HTTP basic authentication (Prometheus' basic_auth) as a user of this
-    /// file (`user:password` lines, the auth file's format); read again on SIGHUP
+    /// file (`user:password` lines, the auth file's format); wrong credentials are throttled per
+    /// peer address as failed logins are (429 past 5 at once, then one a second); read again on
+    /// SIGHUP
     #[arg(long, value_name = "FILE")]
     pub metrics_auth_file: Option<PathBuf>,
 
