@@ -217,7 +217,9 @@ pub struct Args {
     pub max_reply_bytes: Option<u64>,
 
     /// /metrics asks for HTTP basic authentication (Prometheus' basic_auth) as a user of this
-    /// file (`user:password` lines, the auth file's format); read again on SIGHUP
+    /// file (`user:password` lines, the auth file's format); wrong credentials are throttled per
+    /// peer address as failed logins are (429 past 5 at once, then one a second); read again on
+    /// SIGHUP
     #[arg(long, value_name = "FILE")]
     pub metrics_auth_file: Option<PathBuf>,
 
@@ -504,12 +506,49 @@ fn endpoint(name: &str) -> Result<Endpoint, String> {
     Endpoint::resolve(name)
 }
 
+/// clap's error in one line (scripts and the reload log read it), at start and on reload alike:
+/// its first line without `error: `, and after "the following required arguments were not
+/// provided:" the arguments clap lists on the lines below it.
+pub fn error_line(error: &clap::Error) -> String {
+    let message = error.to_string();
+    let mut lines = message.lines().map(str::trim).skip_while(|l| l.is_empty());
+    let first = lines.next().unwrap_or("bad options").trim_start_matches("error: ");
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let missing: Vec<&str> = lines.take_while(|l| !l.is_empty() && !l.starts_with("Usage:")).collect();
+    let mut line = format!("{first} {}", missing.join(", "));
+    if missing.iter().any(|arg| arg.starts_with("--server ")) {
+        line.push_str(" (in a configuration file: servers = [\"HOST:PORT\", ...])");
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn settings(argv: &[&str]) -> Result<Settings, String> {
         Args::try_parse_from(std::iter::once("memrelay").chain(argv.iter().copied())).unwrap().into_settings()
+    }
+
+    /// Issue 43, item 9: a reload of an empty file was refused with "required arguments were
+    /// not provided:" naming none.
+    #[test]
+    fn a_missing_required_argument_is_named_in_one_line() {
+        let error = Args::try_parse_from(["memrelay"]).unwrap_err();
+        let line = error_line(&error);
+        assert_eq!(
+            line,
+            "the following required arguments were not provided: --server <HOST:PORT[:WEIGHT] [NAME]> \
+             (in a configuration file: servers = [\"HOST:PORT\", ...])"
+        );
+        let error = Args::try_parse_from(["memrelay", "--server", "a:1", "--no-such-option"]).unwrap_err();
+        assert!(
+            error_line(&error).starts_with("unexpected argument '--no-such-option' found"),
+            "{}",
+            error_line(&error)
+        );
     }
 
     #[test]

@@ -32,6 +32,19 @@ pub struct Budget {
     pub clients: usize,
 }
 
+impl Budget {
+    /// What `--max-clients asked` comes to under this budget (what [`fit`] made of it at start).
+    pub fn clients_for(&self, asked: usize) -> usize {
+        asked.min(usize::try_from(self.limit.saturating_sub(self.reserved)).unwrap_or(usize::MAX))
+    }
+}
+
+/// What `--max-clients asked` comes to under the budget in force (`asked` before [`fit`] ran):
+/// a reload compares this, not what was asked, with the cap in force.
+pub fn clients_for(asked: usize) -> usize {
+    in_force().map_or(asked, |budget| budget.clients_for(asked))
+}
+
 /// Raises the soft descriptor limit to the hard one and fits `settings`' client cap below what
 /// is left; an error when nothing is left for clients.
 pub fn fit(settings: &mut Settings) -> Result<Budget, String> {
@@ -97,5 +110,7 @@ mod tests {
         assert_eq!((b.reserved, b.clients), (230, 1024 - 230));
         assert_eq!(budget(3, 32, 16_384, 1_000_000).unwrap().clients, 16_384, "--max-clients when there is room");
         assert!(budget(3, 32, 16_384, 200).is_err(), "no room for any client");
+        // What a reload asking the same (or more) comes to: the cap in force, not a change.
+        assert_eq!((b.clients_for(16_384), b.clients_for(100_000), b.clients_for(10)), (b.clients, b.clients, 10));
     }
 }

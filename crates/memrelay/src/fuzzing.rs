@@ -216,13 +216,14 @@ pub fn access_rules(data: &[u8]) {
         assert_eq!(Rule::parse(&rule.to_inline()).as_ref(), Ok(rule), "a rule does not read back as itself");
     }
     let rule = rule.unwrap_or_else(Rule::no_admin);
-    match login(client, &users) {
-        Login::Answer { consumed, user, .. } => {
+    match login(client) {
+        Login::Credentials { user, password, consumed } => {
             assert!(consumed <= client.len());
-            if let Some(user) = user {
+            if let Some(user) = users.check(user, password) {
                 assert!(users.names().any(|n| n == user), "logged in as an unlisted user");
             }
         }
+        Login::Refuse { consumed, .. } => assert!(consumed <= client.len()),
         Login::Wait | Login::Close => {}
     }
     let limits = Limits::default();

@@ -45,14 +45,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // One line, not clap's usage block: scripts read this.
-            let message = e.to_string();
-            let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
-            let mut first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
-            // "the following required arguments were not provided:" names them on the next line.
-            if first.ends_with(':') {
-                first = format!("{first} {}", lines.next().unwrap_or_default());
-            }
-            eprintln!("memrelay: error: {} (see --help)", memrelay::printable(&first));
+            eprintln!("memrelay: error: {} (see --help)", memrelay::printable(&cli::error_line(&e)));
             return ExitCode::from(2);
         }
     };
@@ -100,16 +93,7 @@ fn main() -> ExitCode {
 /// one line.
 fn read_settings(argv: Vec<std::ffi::OsString>) -> Result<memrelay::Settings, String> {
     let expanded = config_file::expand(argv)?;
-    let args = cli::Args::try_parse_from(&expanded.argv).map_err(|e| {
-        let message = e.to_string();
-        message
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("bad options")
-            .trim_start_matches("error: ")
-            .to_string()
-    })?;
+    let args = cli::Args::try_parse_from(&expanded.argv).map_err(|e| cli::error_line(&e))?;
     args.into_settings()
 }
 

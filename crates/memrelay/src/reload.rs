@@ -140,7 +140,8 @@ fn needs_restart(was: &Settings, now: &Settings) -> Vec<(&'static str, String, S
     compare("engine", &was.engine.kind.name(), &now.engine.kind.name());
     compare("workers", &was.engine.workers, &now.engine.workers);
     compare("threads", &was.engine.threads, &now.engine.threads);
-    compare("max-clients", &was.limits.max_clients, &now.limits.max_clients);
+    // `was` is the cap the descriptor budget fitted at start; `now` is what the file asks.
+    compare("max-clients", &was.limits.max_clients, &crate::descriptors::clients_for(now.limits.max_clients));
     compare("max-value-size", &was.limits.max_value_size, &now.limits.max_value_size);
     compare("max-in-flight", &was.limits.max_in_flight, &now.limits.max_in_flight);
     compare("client-budget-bytes", &was.limits.client_budget, &now.limits.client_budget);

@@ -41,7 +41,7 @@ pub fn check(rule: &Rule, max_keys: usize, request: &Request, buf: &[u8]) -> Res
         }
         return Ok(());
     }
-    if rule.read_only && writes(request, buf) {
+    if rule.read_only && writes(request) {
         return deny(Reason::ReadOnly, WRITE_NOT_ALLOWED);
     }
     if rule.prefixes.is_some() && request.key_count > 0 {
@@ -86,13 +86,13 @@ fn not_allowed(admin: Admin, request: &Request, buf: &[u8]) -> &'static str {
 }
 
 /// Whether `request` changes anything on a server: the keyed writes, the touching reads (`gat`,
-/// `gats`, `mg` with `T`) and `mg` with `N`, which creates the item it misses.
-fn writes(request: &Request, buf: &[u8]) -> bool {
+/// `gats`, `mg` with `T`), `mg` with `N`, which creates the item it misses, and `mg` with `R`,
+/// which takes the item's recache token (its `W` makes the writers that come after wait on `Z`).
+fn writes(request: &Request) -> bool {
     let command = request.command;
     command.is_keyed_write()
         || matches!(command, Command::Gat | Command::Gats)
-        || (command == Command::MetaGet
-            && (request.meta.touch || request.meta.flag_tokens(buf).any(|flag| flag.first() == Some(&b'N'))))
+        || (command == Command::MetaGet && (request.meta.touch || request.meta.recache))
 }
 
 fn decoded(key: &[u8]) -> Option<Cow<'static, [u8]>> {
@@ -168,6 +168,8 @@ mod tests {
             b"ma x\r\n",
             b"mg x v T30\r\n",
             b"mg x v N30\r\n",
+            b"mg x R30 v\r\n",
+            b"mg x v R1 t\r\n",
         ] {
             assert_eq!(
                 verdict(reader, request),

@@ -6,10 +6,11 @@
 //! words are the user and the password) (the installed memcached is the
 //! reference of the tests), with one bound memcached 1.6.18 lacks and later versions add: a
 //! token over 16 KiB is refused (`CLIENT_ERROR auth token too long`) instead of buffered.
+//!
+//! This module only reads the attempt: the password is checked by the caller, after the
+//! [`super::throttle`] has decided whether this address may have one checked at all.
 
 use memrelay_protocol::safe_strtoul;
-
-use super::authfile::Users;
 
 /// The longest `user password` token taken (later memcached's `MAX_AUTH_REQ_LEN`).
 pub const MAX_TOKEN_LEN: u32 = 16384;
@@ -28,21 +29,17 @@ pub const BAD_FORMAT: &str = "bad authentication token format";
 pub enum Login<'a> {
     /// Not enough bytes to decide.
     Wait,
-    /// Answer `reply` (a `CLIENT_ERROR` reason, or [`STORED`] when `user` is in), consume
+    /// A user and password to check (answered [`STORED`] or `CLIENT_ERROR` [`FAILURE`]); consume
     /// `consumed` bytes.
-    Answer { reply: Reply, consumed: usize, user: Option<&'a [u8]> },
+    Credentials { user: &'a [u8], password: &'a [u8], consumed: usize },
+    /// Answer `CLIENT_ERROR <reason>` (no password to check), consume `consumed` bytes.
+    Refuse { reason: &'static str, consumed: usize },
     /// Junk without a newline: close the connection (memcached does).
     Close,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reply {
-    Stored,
-    ClientError(&'static str),
-}
-
 /// Reads one authentication attempt (or whatever else the client sent) from `pending`.
-pub fn login<'a>(pending: &'a [u8], users: &'a Users) -> Login<'a> {
+pub fn login(pending: &[u8]) -> Login<'_> {
     if pending.len() < 2 {
         return Login::Wait;
     }
@@ -50,7 +47,7 @@ pub fn login<'a>(pending: &'a [u8], users: &'a Users) -> Login<'a> {
         return if pending.len() > MAX_LINE { Login::Close } else { Login::Wait };
     };
     let line_len = newline + 1;
-    let refuse = |reason, consumed| Login::Answer { reply: Reply::ClientError(reason), consumed, user: None };
+    let refuse = |reason, consumed| Login::Refuse { reason, consumed };
     // memcached tokenizes the line as a C string (a NUL ends it) with its `\r` left in.
     let line = &pending[..newline];
     let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
@@ -77,23 +74,32 @@ pub fn login<'a>(pending: &'a [u8], users: &'a Users) -> Login<'a> {
     let token = &token[..token.iter().position(|&b| b == 0).unwrap_or(token.len())];
     let mut words = token.split(|&b| b == b' ').filter(|w| !w.is_empty());
     let (Some(user), Some(password)) = (words.next(), words.next()) else { return refuse(BAD_FORMAT, consumed) };
-    match users.check(user, password) {
-        Some(user) => Login::Answer { reply: Reply::Stored, consumed, user: Some(user) },
-        None => refuse(FAILURE, consumed),
-    }
+    Login::Credentials { user, password, consumed }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::authfile::Users;
     use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Reply {
+        Stored,
+        ClientError(&'static str),
+    }
 
     fn users() -> Users {
         Users::parse(b"alice:secret\nbob:two-words\nops:ops pw\nempty:\n:nouser\n").unwrap()
     }
 
     fn answer(bytes: &[u8]) -> (Reply, usize, Option<Vec<u8>>) {
-        match login(bytes, &users()) {
-            Login::Answer { reply, consumed, user } => (reply, consumed, user.map(<[u8]>::to_vec)),
+        let users = users();
+        match login(bytes) {
+            Login::Credentials { user, password, consumed } => match users.check(user, password) {
+                Some(user) => (Reply::Stored, consumed, Some(user.to_vec())),
+                None => (Reply::ClientError(FAILURE), consumed, None),
+            },
+            Login::Refuse { reason, consumed } => (Reply::ClientError(reason), consumed, None),
             other => panic!("{other:?}"),
         }
     }
@@ -133,9 +139,9 @@ mod tests {
 
     #[test]
     fn partial_input_waits_and_junk_closes() {
-        assert_eq!(login(b"s", &users()), Login::Wait);
-        assert_eq!(login(b"set a 0 0 12\r\nalice", &users()), Login::Wait);
-        assert_eq!(login(&[b'x'; 2049], &users()), Login::Close);
-        assert_eq!(login(&[b'x'; 2048], &users()), Login::Wait);
+        assert_eq!(login(b"s"), Login::Wait);
+        assert_eq!(login(b"set a 0 0 12\r\nalice"), Login::Wait);
+        assert_eq!(login(&[b'x'; 2049]), Login::Close);
+        assert_eq!(login(&[b'x'; 2048]), Login::Wait);
     }
 }

@@ -5,7 +5,8 @@
 //! - [`authfile`]: the users of a `memcached -Y` auth file.
 //! - [`login`]: the `set` that carries `user password`, read as memcached reads it.
 //! - [`check`]: the one decision per parsed request, before routing, shared by both engines.
-//! - [`throttle`]: failed logins counted per peer address and slowed down.
+//! - [`throttle`]: failed password checks (logins, `/metrics` credentials) counted per peer
+//!   address and slowed down.
 //!
 //! [`Access`] holds the policy in force (replaced whole by a reload: the auth file and the rules
 //! are read again on SIGHUP) and the counters of what was refused; each client session keeps a
@@ -16,9 +17,10 @@ pub mod check;
 pub mod login;
 pub mod throttle;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use memrelay_protocol::{ErrorReply, Request};
 
@@ -27,6 +29,7 @@ use crate::settings::AccessSettings;
 use authfile::Users;
 use check::Denial;
 use login::Login;
+use throttle::Throttle;
 
 /// Why a request was refused (a label of `memrelay_access_denied_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,21 +164,27 @@ impl Policy {
         Ok(Policy { number, users, rules, max_keys_per_get, max_reply_bytes, metrics_users, certificates, open })
     }
 
-    /// Whether a scrape carrying `authorization` (the HTTP header's value, if any) may read
-    /// `/metrics`: always without `--metrics-auth-file`, else only with `Basic <base64 of
-    /// user:password>` for one of its users (RFC 7617; the password is what follows the first `:`).
-    pub fn metrics_allowed(&self, authorization: Option<&[u8]>) -> bool {
-        use base64::Engine;
-        let Some(users) = &self.metrics_users else { return true };
-        let Some(value) = authorization else { return false };
-        let value = value.trim_ascii();
-        let Some(encoded) = value.get(..6).filter(|scheme| scheme.eq_ignore_ascii_case(b"basic ")).map(|_| &value[6..])
-        else {
-            return false;
-        };
-        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim_ascii()) else { return false };
-        let Some(colon) = decoded.iter().position(|&b| b == b':') else { return false };
-        users.check(&decoded[..colon], &decoded[colon + 1..]).is_some()
+    /// How a scrape carrying `authorization` (the HTTP header's value, if any) from `peer` is let
+    /// through: always without `--metrics-auth-file`, else only with `Basic <base64 of
+    /// user:password>` for one of its users (RFC 7617; the password is what follows the first
+    /// `:`). As for logins, `throttle` decides before the password is looked at, and a wrong one
+    /// takes one of the address's checks.
+    pub fn metrics_scrape(
+        &self,
+        authorization: Option<&[u8]>,
+        peer: Option<IpAddr>,
+        throttle: &Throttle,
+        now: Instant,
+    ) -> Scrape {
+        let Some(users) = &self.metrics_users else { return Scrape::Allowed };
+        let Some((decoded, colon)) = authorization.and_then(basic_credentials) else { return Scrape::NoCredentials };
+        if !throttle.may_check(peer, now) {
+            return Scrape::Throttled;
+        }
+        match users.check(&decoded[..colon], &decoded[colon + 1..]) {
+            Some(_) => Scrape::Allowed,
+            None => Scrape::Refused { failures: throttle.failed(peer, now) },
+        }
     }
 
     /// Whether nothing is checked (no login, no rule, no key limit).
@@ -196,6 +205,29 @@ impl Policy {
             None => "no authentication; the `*` rule and limits apply to every connection".into(),
         }
     }
+}
+
+/// How a scrape of `/metrics` is let through ([`Policy::metrics_scrape`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scrape {
+    /// Served (credentials of a user, or none asked).
+    Allowed,
+    /// No basic credentials (none, another scheme, not base64, no `:`): no password checked.
+    NoCredentials,
+    /// Its address is out of password checks: refused unchecked.
+    Throttled,
+    /// Wrong credentials; `failures`: the address's lately.
+    Refused { failures: u64 },
+}
+
+/// The `user:password` bytes of a basic `Authorization` value and where its first `:` is.
+fn basic_credentials(value: &[u8]) -> Option<(Vec<u8>, usize)> {
+    use base64::Engine;
+    let value = value.trim_ascii();
+    let encoded = value.get(..6).filter(|scheme| scheme.eq_ignore_ascii_case(b"basic ")).map(|_| &value[6..])?;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim_ascii()).ok()?;
+    let colon = decoded.iter().position(|&b| b == b':')?;
+    Some((decoded, colon))
 }
 
 /// The policy in force, shared by every thread, and its replacement on reload.
@@ -270,53 +302,52 @@ impl Guard {
 
     /// Before logging in (when the policy asks for it): what the connection's next bytes are
     /// answered, as memcached `-Y` answers them. `None` once logged in or when no login is asked.
-    /// Beyond memcached, failed logins are counted per peer and throttled ([`throttle`]).
+    /// Beyond memcached, failed logins are counted per peer and throttled ([`throttle::LOGINS`]):
+    /// the throttle decides before the password is looked at, so an address out of checks is
+    /// refused whatever it sent, and only its own failures can put it there.
     pub fn login(&mut self, pending: &[u8], peer: Option<SocketAddr>) -> Option<LoginStep> {
-        let users = self.policy.users.as_ref()?;
+        let policy = Arc::clone(&self.policy);
+        let users = policy.users.as_ref()?;
         if self.user.is_some() {
             return None;
         }
         let ip = peer.map(|p| p.ip());
-        Some(match login::login(pending, users) {
+        let now = Instant::now();
+        let refuse = |reason, text, what: String, consumed, close| {
+            count_denial(reason, &peer_name(peer), &what);
+            LoginStep::Answer { reply: ErrorReply::Client(text), consumed, close }
+        };
+        Some(match login::login(pending) {
             Login::Wait => LoginStep::Wait,
             Login::Close => LoginStep::Close,
-            // A password to check, from an address out of checks: refused unchecked, closed.
-            Login::Answer {
-                reply: login::Reply::Stored | login::Reply::ClientError(login::FAILURE), consumed, ..
-            } if !throttle::may_check(ip, std::time::Instant::now()) => {
-                let failures = throttle::failed(ip, std::time::Instant::now());
+            Login::Refuse { reason: text, consumed } => {
+                let reason = if text == login::UNAUTHENTICATED { Reason::Unauthenticated } else { Reason::AuthFailure };
+                refuse(reason, text, format!("answered CLIENT_ERROR {text}"), consumed, false)
+            }
+            Login::Credentials { consumed, .. } if !throttle::LOGINS.may_check(ip, now) => {
                 let what = format!(
-                    "answered CLIENT_ERROR {} unchecked and closed: {failures} failed logins from this address (throttled)",
+                    "answered CLIENT_ERROR {} unchecked and closed: this address failed too often (throttled)",
                     login::FAILURE
                 );
-                count_denial(Reason::AuthFailure, &peer_name(peer), &what);
-                LoginStep::Answer { reply: ErrorReply::Client(login::FAILURE), consumed, close: true }
+                refuse(Reason::AuthFailure, login::FAILURE, what, consumed, true)
             }
-            Login::Answer { reply: login::Reply::Stored, consumed, user: Some(user) } => {
-                self.log_in(String::from_utf8_lossy(user).into());
-                LoginStep::Answer { reply: ErrorReply::Line(login::STORED), consumed, close: false }
-            }
-            Login::Answer { reply, consumed, .. } => {
-                let (reason, text) = match reply {
-                    login::Reply::ClientError(login::UNAUTHENTICATED) => {
-                        (Reason::Unauthenticated, login::UNAUTHENTICATED)
-                    }
-                    login::Reply::ClientError(text) => (Reason::AuthFailure, text),
-                    login::Reply::Stored => (Reason::AuthFailure, login::FAILURE),
-                };
-                let mut close = false;
-                let mut what = format!("answered CLIENT_ERROR {text}");
-                if text == login::FAILURE {
-                    throttle::failed(ip, std::time::Instant::now());
+            Login::Credentials { user, password, consumed } => match users.check(user, password) {
+                Some(user) => {
+                    self.log_in(String::from_utf8_lossy(user).into());
+                    LoginStep::Answer { reply: ErrorReply::Line(login::STORED), consumed, close: false }
+                }
+                None => {
+                    let failures = throttle::LOGINS.failed(ip, now);
                     self.failures += 1;
-                    if self.failures >= throttle::MAX_PER_CONNECTION {
-                        close = true;
+                    let close = self.failures >= throttle::MAX_PER_CONNECTION;
+                    let mut what =
+                        format!("answered CLIENT_ERROR {} ({failures} from this address lately)", login::FAILURE);
+                    if close {
                         what.push_str(&format!(" and closed ({} failed logins on the connection)", self.failures));
                     }
+                    refuse(Reason::AuthFailure, login::FAILURE, what, consumed, close)
                 }
-                count_denial(reason, &peer_name(peer), &what);
-                LoginStep::Answer { reply: ErrorReply::Client(text), consumed, close }
-            }
+            },
         })
     }
 
@@ -379,23 +410,68 @@ mod tests {
         let basic = |credentials: &str| {
             format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials)).into_bytes()
         };
+        let now = Instant::now();
+        // Each case from an address of its own: the throttle is another test's.
+        let mut next = 0u32;
+        let mut scrape = |authorization: Option<&[u8]>| {
+            next += 1;
+            let peer = Some(IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + next)));
+            policy.metrics_scrape(authorization, peer, &Throttle::new(), now)
+        };
         // The password is everything after the first colon (RFC 7617).
-        assert!(policy.metrics_allowed(Some(&basic("prometheus:s3:cret"))));
-        assert!(policy.metrics_allowed(Some(
-            format!("basic  {}", &String::from_utf8(basic("prometheus:s3:cret")).unwrap()[6..]).as_bytes()
-        )));
-        for refused in [
-            basic("prometheus:s3"),
-            basic("prometheus"),
-            basic("other:s3:cret"),
-            b"Basic !!!".to_vec(),
-            b"Bearer x".to_vec(),
-        ] {
-            assert!(!policy.metrics_allowed(Some(&refused)), "{}", String::from_utf8_lossy(&refused));
+        assert_eq!(scrape(Some(&basic("prometheus:s3:cret"))), Scrape::Allowed);
+        assert_eq!(
+            scrape(Some(
+                format!("basic  {}", &String::from_utf8(basic("prometheus:s3:cret")).unwrap()[6..]).as_bytes()
+            )),
+            Scrape::Allowed
+        );
+        for refused in [basic("prometheus:s3"), basic("other:s3:cret")] {
+            assert_eq!(
+                scrape(Some(&refused)),
+                Scrape::Refused { failures: 1 },
+                "{}",
+                String::from_utf8_lossy(&refused)
+            );
         }
-        assert!(!policy.metrics_allowed(None));
+        // No password to check: nothing taken from the address.
+        for missing in [basic("prometheus"), b"Basic !!!".to_vec(), b"Bearer x".to_vec()] {
+            assert_eq!(scrape(Some(&missing)), Scrape::NoCredentials, "{}", String::from_utf8_lossy(&missing));
+        }
+        assert_eq!(scrape(None), Scrape::NoCredentials);
         // Without the option, every scrape is answered (and the rest of the policy is open).
         let open = Policy::build(&AccessSettings::default(), 1).unwrap();
-        assert!(open.metrics_allowed(None) && open.open);
+        assert_eq!(open.metrics_scrape(None, None, &Throttle::new(), now), Scrape::Allowed);
+        assert!(open.open);
+    }
+
+    #[test]
+    fn wrong_metrics_credentials_are_throttled_per_address() {
+        use base64::Engine;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("scrapers");
+        std::fs::write(&file, "prometheus:pw\n").unwrap();
+        let settings = AccessSettings { metrics_auth_file: Some(file), ..AccessSettings::default() };
+        let policy = Policy::build(&settings, 1).unwrap();
+        let basic = |credentials: &str| {
+            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials)).into_bytes()
+        };
+        let (right, wrong) = (basic("prometheus:pw"), basic("prometheus:guess"));
+        let throttle = Throttle::new();
+        let now = Instant::now();
+        let guesser = Some(IpAddr::from([192, 0, 2, 1]));
+        let verdicts: Vec<Scrape> =
+            (0..20).map(|_| policy.metrics_scrape(Some(&wrong), guesser, &throttle, now)).collect();
+        let refused = verdicts.iter().filter(|v| matches!(v, Scrape::Refused { .. })).count();
+        assert_eq!(refused, throttle::BURST as usize, "{verdicts:?}");
+        assert_eq!(throttle.throttled(), 20 - u64::from(throttle::BURST));
+        // The guessing address is refused unchecked, the right password too; another is served.
+        assert_eq!(policy.metrics_scrape(Some(&right), guesser, &throttle, now), Scrape::Throttled);
+        assert_eq!(
+            policy.metrics_scrape(Some(&right), Some(IpAddr::from([192, 0, 2, 2])), &throttle, now),
+            Scrape::Allowed
+        );
+        // One check more a second later.
+        assert_eq!(policy.metrics_scrape(Some(&right), guesser, &throttle, now + throttle::REFILL), Scrape::Allowed);
     }
 }

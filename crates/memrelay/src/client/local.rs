@@ -163,8 +163,8 @@ impl LocalAnswers {
         }
         // Failed logins by peer address (bounded: see access::throttle), and those refused
         // unchecked.
-        compose::stat(out, "login_throttled", access::throttle::throttled());
-        for (peer, failures) in access::throttle::failures_by_peer() {
+        compose::stat(out, "login_throttled", access::throttle::LOGINS.throttled());
+        for (peer, failures) in access::throttle::LOGINS.failures_by_peer() {
             compose::stat(out, &format!("login_failures:{peer}"), failures);
         }
         compose::stat(out, "conn_yields", access::yields());

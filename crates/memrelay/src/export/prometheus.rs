@@ -99,20 +99,26 @@ impl Collector for Sources {
             "successful logins (ASCII authentication)",
             crate::access::logins(),
         )?;
-        let failures = crate::access::throttle::failures_by_peer();
+        let failures = crate::access::throttle::LOGINS.failures_by_peer();
         let failures: Vec<(Vec<(&str, &str)>, u64)> =
             failures.iter().map(|(peer, n)| (vec![("peer", peer.as_str())], *n)).collect();
         counter(
             &mut encoder,
             "memrelay_login_failures",
-            "failed logins (ASCII authentication) by peer address; `other`: past the 256 addresses counted one by one",
+            "failed logins (ASCII authentication) by peer address failing lately; `other`: the rest since start",
             &failures,
         )?;
         one_counter(
             &mut encoder,
             "memrelay_logins_throttled",
             "logins refused unchecked: their address had failed too often",
-            crate::access::throttle::throttled(),
+            crate::access::throttle::LOGINS.throttled(),
+        )?;
+        one_counter(
+            &mut encoder,
+            "memrelay_scrapes_throttled",
+            "scrapes of /metrics answered 429 unchecked: their address had failed basic authentication too often",
+            crate::access::throttle::SCRAPES.throttled(),
         )?;
         one_counter(
             &mut encoder,

@@ -128,3 +128,30 @@ fn a_refused_reload_cannot_forge_a_log_line() {
     assert!(!stderr.lines().any(|l| l.starts_with("memrelay: reload: generation 99")), "{stderr}");
     assert!(stderr.contains("a\\nmemrelay: reload: generation 99 in force"), "{stderr}");
 }
+
+/// Issue 43, item 9: a reload of an emptied file was refused with "the following required
+/// arguments were not provided:" naming none; it names `--server` (and the file's `servers`), as
+/// a start does.
+#[test]
+fn a_refused_reload_names_the_missing_servers() {
+    let server = Memcached::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memrelay.toml");
+    std::fs::write(&path, format!("servers = [\"{}\"]\n", server.addr())).unwrap();
+    let relay = Memrelay::start_addrs("evented", &[], &["--config", path.to_str().unwrap()]);
+    std::fs::write(&path, "").unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(relay.pid() as libc::pid_t, libc::SIGHUP) }, 0);
+    assert!(wait_for(std::time::Duration::from_secs(10), || relay.stderr().contains("reload refused")));
+    let stderr = relay.stderr();
+    let refused = stderr.lines().find(|l| l.contains("reload refused")).unwrap();
+    assert!(
+        refused.contains("not provided: --server <HOST:PORT[:WEIGHT] [NAME]> (in a configuration file: servers = ["),
+        "{stderr}"
+    );
+    // A start with the same file says the same.
+    let listen = format!("127.0.0.1:{}", free_port());
+    let (status, said) = run_memrelay(&["--config", path.to_str().unwrap(), "--listen", &listen]);
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(said.contains("not provided: --server <HOST:PORT[:WEIGHT] [NAME]>") && said.lines().count() == 1, "{said}");
+}

@@ -42,6 +42,9 @@ const SCRIPTS: &[&[u8]] = &[
     b"flush_all 0 0 0\r\n",
     b"verbosity 1\r\n",
     b"verbosity 1 2 3\r\n",
+    // A level memcached cannot read (safe_strtoul) is a format error, silent under noreply.
+    b"verbosity abc\r\nverbosity 99999999999999999999\r\nverbosity -1\r\nverbosity 1x\r\nverbosity abc 1\r\n",
+    b"verbosity abc noreply\r\nverbosity 1 abc\r\nverbosity 5000000000\r\nverbosity -18446744073709551615\r\nverbosity 0\r\n",
     // cache_memlimit: refused as memcached refuses it, an acceptable limit set on every server.
     b"cache_memlimit 100\r\ncache_memlimit 4\r\ncache_memlimit x\r\ncache_memlimit\r\ncache_memlimit 1 2 3\r\n",
     b"cache_memlimit 2000000000\r\ncache_memlimit 100 noreply\r\ncache_memlimit 4 noreply\r\ncache_memlimit noreply\r\n",

@@ -48,3 +48,35 @@ fn clients_beyond_the_descriptor_budget_are_refused_and_the_rest_served(engine: 
     // Once they have gone, a new client is served.
     assert!(wait_for(Duration::from_secs(5), || relay.client().get("k").len() == 1));
 }
+
+/// Issue 43, item 9: after the descriptor budget lowered `--max-clients`, every reload logged
+/// "max-clients changed (… -> 16384)", a change that was none. A reload asking what the start
+/// asked logs nothing about it; one asking for fewer clients than the budget allows does.
+#[test]
+fn a_reload_logs_no_max_clients_change_the_budget_made() {
+    let server = Memcached::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memrelay.toml");
+    std::fs::write(&path, "server_timeout_ms = 500\n").unwrap();
+    let relay = Memrelay::start_with_nofile("evented", &[&server], &["--config", path.to_str().unwrap()], 256);
+    let hang_up = || {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(relay.pid() as libc::pid_t, libc::SIGHUP) }, 0);
+    };
+    let in_force = |generation: u64| {
+        let line = format!("generation {generation} in force");
+        assert!(wait_for(Duration::from_secs(10), || relay.stderr().contains(&line)), "{}", relay.stderr());
+    };
+    hang_up();
+    in_force(2);
+    hang_up();
+    in_force(3);
+    let stderr = relay.stderr();
+    assert!(stderr.contains("the descriptor limit is 256: at most"), "{stderr}");
+    assert!(!stderr.contains("max-clients changed"), "{stderr}");
+    std::fs::write(&path, "server_timeout_ms = 500\nmax_clients = 10\n").unwrap();
+    hang_up();
+    in_force(4);
+    let stderr = relay.stderr();
+    assert!(stderr.contains("max-clients changed (") && stderr.contains(" -> 10) but takes a restart"), "{stderr}");
+}

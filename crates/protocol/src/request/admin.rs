@@ -2,7 +2,7 @@
 //! `version`, `quit`, `stats`.
 
 use crate::request::{Args, ErrorReply, Invalid, Request, BAD_EXPTIME};
-use crate::{read_i32, read_u32, read_u64, Parse};
+use crate::{read_i32, read_u32, Parse};
 
 /// `flush_all [delay] [noreply]`: the delay is read as memcached reads it (a signed number; a
 /// negative delay flushes at once), kept in `exptime`.
@@ -20,13 +20,18 @@ pub(super) fn flush_all(mut request: Request, args: &Args) -> Parse<Request> {
     Parse::Complete(request)
 }
 
-/// `verbosity <level> [noreply]`: memcached takes any level token (an unreadable one as 0).
+/// `verbosity <level> [noreply]`: the level is read as memcached reads it (`safe_strtoul`; a
+/// second token is left unread); an unreadable one is `CLIENT_ERROR bad command line format`,
+/// left out under `noreply` (`verbosity noreply` reads `noreply` as the level).
 pub(super) fn verbosity(mut request: Request, args: &Args) -> Parse<Request> {
     if args.len() != 1 && args.len() != 2 {
         return args.wrong_count();
     }
     request.noreply = args.noreply_last();
-    request.number = read_u64(args.get(0)).unwrap_or(0);
+    match args.number(0, read_u32) {
+        Ok(level) => request.number = level.into(),
+        Err(invalid) => return Parse::Invalid(invalid),
+    }
     Parse::Complete(request)
 }
 
