@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use memrelay_protocol::{compose, Command, Expect, Status};
 
-use super::spool::Spool;
 use crate::generation::{Current, Generation};
 use crate::relay::stream::HOLD_LIMIT;
 use crate::relay::warm;
@@ -45,12 +44,18 @@ pub(crate) fn run(
     tls: Option<Arc<ServerTls>>,
     shutdown: Arc<AtomicBool>,
     max_value_len: usize,
-    mut spool: Option<Spool>,
 ) {
-    let mut thread = RepairThread { health, registry, tls, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
+    let mut thread = RepairThread {
+        health,
+        registry,
+        tls,
+        conns: HashMap::new(),
+        max_value_len,
+        scratch: Vec::new(),
+        shutdown: Arc::clone(&shutdown),
+    };
     let mut restarts_seen = vec![0u64; MAX_SERVER_IDS];
     let mut was_repairing = vec![false; MAX_SERVER_IDS];
-    let mut spool_failures = SpoolFailures::default();
     let health = Arc::clone(&thread.health);
     while !shutdown.load(Ordering::Acquire) {
         let generation = current.get();
@@ -67,11 +72,6 @@ pub(crate) fn run(
                     repair.restarted(server);
                 }
             }
-            if let Some(spool) = &mut spool {
-                if let Err(error) = spool.sync(server, &thread.registry.name(server), repair) {
-                    spool_failures.note(&thread.registry.name(server), &error);
-                }
-            }
             let repairing = repair.is_repairing(server);
             if repairing != was_repairing[server] {
                 was_repairing[server] = repairing;
@@ -81,6 +81,9 @@ pub(crate) fn run(
                 continue;
             }
             for _ in 0..BATCH {
+                if shutdown.load(Ordering::Acquire) {
+                    return;
+                }
                 let Some(work) = repair.next(server) else { break };
                 busy = true;
                 let ok = match &work {
@@ -100,21 +103,6 @@ pub(crate) fn run(
     }
 }
 
-/// A spool that cannot be written is logged once a minute at most (repair goes on in memory).
-#[derive(Default)]
-struct SpoolFailures {
-    last_logged: Option<Instant>,
-}
-
-impl SpoolFailures {
-    fn note(&mut self, server: &str, error: &std::io::Error) {
-        if self.last_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-            self.last_logged = Some(Instant::now());
-            eprintln!("memrelay: cannot write the repair spool of server {server}: {error} (repair goes on in memory)");
-        }
-    }
-}
-
 struct RepairThread {
     health: Arc<Health>,
     registry: Arc<Registry>,
@@ -123,6 +111,8 @@ struct RepairThread {
     conns: HashMap<usize, ServerConn>,
     max_value_len: usize,
     scratch: Vec<u8>,
+    /// A resync stops at its next key once this is set (it is retried at the next start).
+    shutdown: Arc<AtomicBool>,
 }
 
 impl RepairThread {
@@ -258,6 +248,9 @@ impl RepairThread {
             let peer = self.tls.as_ref().map(|tls| tls.peer(&endpoint));
             let Some(keys) = every_key(endpoint.addr, peer.as_ref(), timeout) else { return false };
             for key in keys {
+                if self.shutdown.load(Ordering::Acquire) {
+                    return false;
+                }
                 generation.router.write_targets(&key, &mut replicas);
                 if !replicas.contains(&target) {
                     continue;
