@@ -224,11 +224,20 @@ fn remove(path: &Path) -> io::Result<()> {
 
 /// The spool thread: every [`TICK`], each server's records, until `stop`; then one last turn, for
 /// what the engines acknowledged before they stopped (the caller sets `stop` after they did).
-pub(crate) fn run(mut spool: Spool, registry: Arc<Registry>, current: Arc<Current>, health: Arc<Health>, stop: Arc<AtomicBool>) {
+pub(crate) fn run(
+    mut spool: Spool,
+    registry: Arc<Registry>,
+    current: Arc<Current>,
+    health: Arc<Health>,
+    stop: Arc<AtomicBool>,
+) {
     let mut failures = Failures::default();
     loop {
         let last = stop.load(Ordering::Acquire);
         for &server in &current.get().servers {
+            if !last && !failures.due(server) {
+                continue;
+            }
             let name = registry.name(server);
             match spool.sync(server, &name, health.repair()) {
                 Ok(()) => failures.cleared(server, &name),
@@ -242,17 +251,26 @@ pub(crate) fn run(mut spool: Spool, registry: Arc<Registry>, current: Arc<Curren
     }
 }
 
+/// After a failed write a server's file is tried again this long after (each try rewrites it
+/// whole), and at the last turn.
+const RETRY: Duration = Duration::from_secs(1);
+
 /// A spool that cannot be written is logged once a minute at most (repair goes on in memory),
 /// and once when it is written again.
 #[derive(Default)]
 struct Failures {
     last_logged: Option<Instant>,
-    failing: HashSet<usize>,
+    /// When each failing server's write last failed.
+    failing: HashMap<usize, Instant>,
 }
 
 impl Failures {
+    fn due(&self, server: usize) -> bool {
+        self.failing.get(&server).is_none_or(|failed| failed.elapsed() >= RETRY)
+    }
+
     fn note(&mut self, server: usize, name: &str, error: &io::Error) {
-        self.failing.insert(server);
+        self.failing.insert(server, Instant::now());
         if self.last_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
             self.last_logged = Some(Instant::now());
             eprintln!(
@@ -263,7 +281,7 @@ impl Failures {
     }
 
     fn cleared(&mut self, server: usize, name: &str) {
-        if self.failing.remove(&server) {
+        if self.failing.remove(&server).is_some() {
             eprintln!("memrelay: the repair spool of server {name} is written again (rewritten from its set)");
         }
     }
