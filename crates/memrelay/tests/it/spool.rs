@@ -27,9 +27,8 @@ const KEYS: usize = 60;
 const WINDOW: Duration = Duration::from_millis(100);
 
 fn args(dir: &Path) -> Vec<String> {
-    let mut args: Vec<String> = ["--write-policy", "majority", "--server-timeout-ms", "300", "--repair-spool-dir"]
-        .map(String::from)
-        .to_vec();
+    let mut args: Vec<String> =
+        ["--write-policy", "majority", "--server-timeout-ms", "300", "--repair-spool-dir"].map(String::from).to_vec();
     args.push(dir.to_str().unwrap().to_string());
     args.extend(["--restart-check-ms", "100", "--probe-first-ms", "50", "--probe-max-ms", "200"].map(String::from));
     args
