@@ -123,6 +123,9 @@ pub(crate) struct Runtime {
     /// Tells the stats thread to stop waiting for recorders whose threads are stuck.
     stop_stats: Arc<AtomicBool>,
     probe: JoinHandle<()>,
+    repair: JoinHandle<()>,
+    /// The spool thread and what tells it to make its last turn (`--repair-spool-dir`).
+    spool: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
 }
 
 impl Runtime {
@@ -183,22 +186,28 @@ impl Runtime {
             let (registry, current, tls) = (Arc::clone(&registry), Arc::clone(&current), server_tls.clone());
             spawn("probe", move || probe::run(health, registry, current, tls, shutdown, known))?
         };
-        {
+        // Read back before any client is accepted: reads must already avoid those servers.
+        let spool = match &settings.repair_spool {
+            Some(dir) => {
+                let spool = Spool::open(dir, &registry, &current.get().servers, health.repair())
+                    .map_err(|source| Error::Spool { dir: dir.clone(), source })?;
+                let stop = Arc::new(AtomicBool::new(false));
+                let (health, stop_thread) = (Arc::clone(&health), Arc::clone(&stop));
+                let (registry, current) = (Arc::clone(&registry), Arc::clone(&current));
+                let handle =
+                    spawn("spool", move || crate::upkeep::spool::run(spool, registry, current, health, stop_thread))?;
+                Some((handle, stop))
+            }
+            None => None,
+        };
+        let repair = {
             let (health, shutdown) = (Arc::clone(&health), Arc::clone(&shutdown));
             let (registry, current, tls) = (Arc::clone(&registry), Arc::clone(&current), server_tls.clone());
             let max_value_len = settings.limits.max_value_size;
-            // Read back before any client is accepted: reads must already avoid those servers.
-            let spool = match &settings.repair_spool {
-                Some(dir) => Some(
-                    Spool::open(dir, &registry, &current.get().servers, health.repair())
-                        .map_err(|source| Error::Spool { dir: dir.clone(), source })?,
-                ),
-                None => None,
-            };
             spawn("repair", move || {
-                crate::upkeep::repair::run(health, registry, current, tls, shutdown, max_value_len, spool)
-            })?;
-        }
+                crate::upkeep::repair::run(health, registry, current, tls, shutdown, max_value_len)
+            })?
+        };
         if let Some(addr) = settings.measurement.metrics_listen {
             let metrics_tls = match &settings.measurement.metrics_tls {
                 Some(tls) => Some(crate::export::https::server_config(tls).map_err(Error::Access)?),
@@ -248,6 +257,8 @@ impl Runtime {
             stats,
             stop_stats,
             probe,
+            repair,
+            spool,
         })
     }
 
@@ -281,14 +292,31 @@ impl Runtime {
         crate::signals::on_signal(Arc::clone(&self.shutdown), wake).map_err(Error::EventLoopSetup)
     }
 
-    /// Waits for the statistics thread to write the summary once every recorder is gone, or
-    /// until `by`: then it writes what it has (a thread still holding a recorder is stuck in an
-    /// exchange past the shutdown grace).
+    /// Called once the engines acknowledge no more writes: waits for the repair thread, makes the
+    /// spool thread write its last turn, and waits for the statistics thread to write the summary
+    /// once every recorder is gone, or until `by`: then it writes what it has (a thread still
+    /// holding a recorder is stuck in an exchange past the shutdown grace).
     pub fn finish(self, by: Instant) -> Result<(), Error> {
-        let Runtime { to_stats, recycled, stats, stop_stats, probe, .. } = self;
+        let Runtime { to_stats, recycled, stats, stop_stats, probe, repair, spool, .. } = self;
         drop((to_stats, recycled));
-        // The probe thread sees the shutdown flag within a tick (or one probe's timeout).
+        // The probe and repair threads see the shutdown flag within a turn (or one exchange's
+        // timeout: a resync stops at its next key).
         wait_until_finished(&probe, by);
+        wait_until_finished(&repair, by);
+        if repair.is_finished() && repair.join().is_err() {
+            return Err(Error::Panicked("repair".into()));
+        }
+        if let Some((handle, stop)) = spool {
+            stop.store(true, Ordering::Release);
+            // Its last turn is a write per server: given a while even past `by`, since it holds
+            // the records of the writes acknowledged last.
+            wait_until_finished(&handle, by.max(Instant::now() + SPOOL_LAST_TURN));
+            if !handle.is_finished() {
+                eprintln!("memrelay: the repair spool's last write did not finish within {SPOOL_LAST_TURN:?}");
+            } else if handle.join().is_err() {
+                return Err(Error::Panicked("spool".into()));
+            }
+        }
         wait_until_finished(&stats, by);
         stop_stats.store(true, Ordering::Release);
         match stats.join() {
@@ -330,6 +358,9 @@ pub(crate) fn listen(addr: SocketAddr, copies: usize) -> Result<Vec<TcpListener>
     };
     bind().map_err(|source| Error::Listen { addr, source })
 }
+
+/// How long a stop waits for the spool thread's last write at least.
+const SPOOL_LAST_TURN: Duration = Duration::from_secs(5);
 
 /// Starts a named thread.
 pub(crate) fn spawn<T: Send + 'static>(

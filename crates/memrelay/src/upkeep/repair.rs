@@ -9,8 +9,6 @@
 //! to the servers its connections are TLS too ([`crate::upstream::tls`]).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -19,8 +17,9 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use memrelay_protocol::{compose, Command, Expect, Status};
 
-use super::spool::Spool;
+use super::metadump::{self, Dump};
 use crate::generation::{Current, Generation};
+use crate::log_limit::OncePerSecond;
 use crate::relay::stream::HOLD_LIMIT;
 use crate::relay::warm;
 use crate::upstream::conn::{Received, ServerConn};
@@ -28,14 +27,12 @@ use crate::upstream::failure::Failure;
 use crate::upstream::health::Health;
 use crate::upstream::registry::{Registry, MAX_SERVER_IDS};
 use crate::upstream::repair_set::Work;
-use crate::upstream::tls::{blocking, Peer, ServerTls};
+use crate::upstream::tls::ServerTls;
 
 /// How long the thread sleeps when there is nothing to repair.
 const TICK: Duration = Duration::from_millis(20);
 /// Keys (or one resync) per server per turn, so that every server under repair moves on.
 const BATCH: usize = 512;
-/// The longest line of a metadump accepted (a key of 250 bytes escaped is 750).
-const MAX_DUMP_LINE: usize = 4096;
 
 /// Runs until `shutdown` is set, over the servers of the generation in force.
 pub(crate) fn run(
@@ -45,12 +42,18 @@ pub(crate) fn run(
     tls: Option<Arc<ServerTls>>,
     shutdown: Arc<AtomicBool>,
     max_value_len: usize,
-    mut spool: Option<Spool>,
 ) {
-    let mut thread = RepairThread { health, registry, tls, conns: HashMap::new(), max_value_len, scratch: Vec::new() };
+    let mut thread = RepairThread {
+        health,
+        registry,
+        tls,
+        conns: HashMap::new(),
+        max_value_len,
+        scratch: Vec::new(),
+        shutdown: Arc::clone(&shutdown),
+    };
     let mut restarts_seen = vec![0u64; MAX_SERVER_IDS];
     let mut was_repairing = vec![false; MAX_SERVER_IDS];
-    let mut spool_failures = SpoolFailures::default();
     let health = Arc::clone(&thread.health);
     while !shutdown.load(Ordering::Acquire) {
         let generation = current.get();
@@ -67,11 +70,6 @@ pub(crate) fn run(
                     repair.restarted(server);
                 }
             }
-            if let Some(spool) = &mut spool {
-                if let Err(error) = spool.sync(server, &thread.registry.name(server), repair) {
-                    spool_failures.note(&thread.registry.name(server), &error);
-                }
-            }
             let repairing = repair.is_repairing(server);
             if repairing != was_repairing[server] {
                 was_repairing[server] = repairing;
@@ -81,6 +79,9 @@ pub(crate) fn run(
                 continue;
             }
             for _ in 0..BATCH {
+                if shutdown.load(Ordering::Acquire) {
+                    return;
+                }
                 let Some(work) = repair.next(server) else { break };
                 busy = true;
                 let ok = match &work {
@@ -100,21 +101,6 @@ pub(crate) fn run(
     }
 }
 
-/// A spool that cannot be written is logged once a minute at most (repair goes on in memory).
-#[derive(Default)]
-struct SpoolFailures {
-    last_logged: Option<Instant>,
-}
-
-impl SpoolFailures {
-    fn note(&mut self, server: &str, error: &std::io::Error) {
-        if self.last_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-            self.last_logged = Some(Instant::now());
-            eprintln!("memrelay: cannot write the repair spool of server {server}: {error} (repair goes on in memory)");
-        }
-    }
-}
-
 struct RepairThread {
     health: Arc<Health>,
     registry: Arc<Registry>,
@@ -123,6 +109,8 @@ struct RepairThread {
     conns: HashMap<usize, ServerConn>,
     max_value_len: usize,
     scratch: Vec<u8>,
+    /// A resync stops at its next key once this is set (it is retried at the next start).
+    shutdown: Arc<AtomicBool>,
 }
 
 impl RepairThread {
@@ -256,16 +244,34 @@ impl RepairThread {
         for source in sources {
             let endpoint = self.registry.endpoint(source);
             let peer = self.tls.as_ref().map(|tls| tls.peer(&endpoint));
-            let Some(keys) = every_key(endpoint.addr, peer.as_ref(), timeout) else { return false };
-            for key in keys {
-                generation.router.write_targets(&key, &mut replicas);
-                if !replicas.contains(&target) {
-                    continue;
-                }
-                if !self.copy(generation, target, &key, source, true) {
+            // Each key is copied as the dump lists it: memory stays bounded whatever it lists.
+            let mut on_key = |key: Vec<u8>| {
+                if self.shutdown.load(Ordering::Acquire) {
                     return false;
                 }
-                copied += 1;
+                generation.router.write_targets(&key, &mut replicas);
+                if !replicas.contains(&target) {
+                    return true;
+                }
+                let ok = self.copy(generation, target, &key, source, true);
+                copied += u64::from(ok);
+                ok
+            };
+            match metadump::each_key(endpoint.addr, peer.as_ref(), timeout, &mut on_key) {
+                Ok(_) => {}
+                Err(Dump::PastBounds(why)) => {
+                    static LOG: OncePerSecond = OncePerSecond::new();
+                    if LOG.admit().is_some() {
+                        eprintln!(
+                            "memrelay: the metadump of server {} went past its bounds, {why}: the resync of \
+                             server {} failed and is tried again",
+                            self.registry.name(source),
+                            self.registry.name(target)
+                        );
+                    }
+                    return false;
+                }
+                Err(_) => return false,
             }
         }
         self.health.repair().resynced(target, copied);
@@ -287,149 +293,13 @@ fn wire_key(key: &[u8]) -> (Vec<u8>, bool) {
     }
 }
 
-/// How a metadump walks the server's items.
-#[derive(Clone, Copy)]
-enum Walk {
-    /// `lru_crawler metadump hash` (memcached 1.6.9 and later): the hash table, bucket by bucket,
-    /// with its expansion held off, so every item present throughout the walk is listed once.
-    Hash,
-    /// `lru_crawler metadump all`: the LRUs. memcached calls it "(most of)" the items: one that
-    /// moves between LRUs during the walk (the LRU maintainer moves the ones being read) can be
-    /// missed, and a resync from it left a restarted replica without a key under load. Only for
-    /// servers that do not know `hash`.
-    Lru,
-}
-
-/// Why a metadump gave no keys.
-enum Dump {
-    /// The server does not know the walk asked for (an older memcached: `BADCLASS`, an error).
-    Refused,
-    /// Busy crawler, a line too long or malformed, a timeout, a closed connection.
-    Failed,
-}
-
-/// Every key `addr` holds: from a hash-table walk, or where the server does not know that walk
-/// (memcached before 1.6.9), from the LRU walk.
-fn every_key(addr: SocketAddr, tls: Option<&Peer>, timeout: Duration) -> Option<Vec<Vec<u8>>> {
-    match metadump(addr, tls, timeout, Walk::Hash) {
-        Ok(keys) => Some(keys),
-        Err(Dump::Refused) => metadump(addr, tls, timeout, Walk::Lru).ok(),
-        Err(Dump::Failed) => None,
-    }
-}
-
-fn failed<E>(_: E) -> Dump {
-    Dump::Failed
-}
-
-/// Every key `addr` holds, from `lru_crawler metadump hash|all` (`key=<url-escaped> exp=… …`
-/// lines, then `END`), over TLS with `tls`.
-fn metadump(addr: SocketAddr, tls: Option<&Peer>, timeout: Duration, walk: Walk) -> Result<Vec<Vec<u8>>, Dump> {
-    let mut stream = blocking::connect(addr, tls, timeout).map_err(failed)?;
-    stream.set_read_timeout(Some(timeout)).map_err(failed)?;
-    stream.set_write_timeout(Some(timeout)).map_err(failed)?;
-    let command: &[u8] = match walk {
-        Walk::Hash => b"lru_crawler metadump hash\r\n",
-        Walk::Lru => b"lru_crawler metadump all\r\n",
-    };
-    stream.write_all(command).map_err(failed)?;
-    stream.flush().map_err(failed)?;
-    let mut reader = BufReader::new(stream);
-    let mut keys = Vec::new();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader.by_ref().take(MAX_DUMP_LINE as u64).read_until(b'\n', &mut line).map_err(failed)?;
-        if n == 0 || !line.ends_with(b"\n") {
-            return Err(Dump::Failed);
-        }
-        let text = line.strip_suffix(b"\r\n").or_else(|| line.strip_suffix(b"\n")).unwrap_or(&line);
-        if text == b"END" {
-            return Ok(keys);
-        }
-        let Some(rest) = text.strip_prefix(b"key=") else {
-            let refused = [&b"BADCLASS"[..], b"CLIENT_ERROR", b"ERROR"].iter().any(|e| text.starts_with(e));
-            return Err(if keys.is_empty() && refused { Dump::Refused } else { Dump::Failed });
-        };
-        let escaped = rest.split(|&b| b == b' ').next().unwrap_or_default();
-        keys.push(unescape(escaped).ok_or(Dump::Failed)?);
-    }
-}
-
-/// Undoes memcached's URL escaping of a key (`%XX`).
-fn unescape(escaped: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(escaped.len());
-    let mut i = 0;
-    while i < escaped.len() {
-        if escaped[i] == b'%' {
-            let hex = std::str::from_utf8(escaped.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(escaped[i]);
-            i += 1;
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn dump_keys_are_unescaped_and_odd_keys_travel_as_base64() {
-        assert_eq!(unescape(b"user%3A42%20x").unwrap(), b"user:42 x");
-        assert_eq!(unescape(b"plain").unwrap(), b"plain");
-        assert_eq!(unescape(b"bad%4"), None);
+    fn odd_keys_travel_as_base64() {
         assert_eq!(wire_key(b"k"), (b"k".to_vec(), false));
         assert_eq!(wire_key(b"a b"), (b"YSBi".to_vec(), true));
-    }
-
-    /// A server that answers each metadump command its own way, one connection per command
-    /// (an older memcached refusing `hash`, a busy crawler, a dump cut off): what no memcached
-    /// installed here says.
-    fn server(answers: &'static [(&'static str, &'static str)]) -> SocketAddr {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        thread::spawn(move || {
-            for stream in listener.incoming().take(answers.len()) {
-                let mut stream = stream.unwrap();
-                let mut line = String::new();
-                BufReader::new(&stream).read_line(&mut line).unwrap();
-                let answer =
-                    answers.iter().find(|(command, _)| line.trim_end() == *command).map_or("ERROR\r\n", |a| a.1);
-                stream.write_all(answer.as_bytes()).unwrap();
-            }
-        });
-        addr
-    }
-
-    const TIMEOUT: Duration = Duration::from_secs(5);
-    const KEYS: &str =
-        "key=a exp=-1 la=1 cas=1 fetch=no cls=1 size=61\nkey=b%20c exp=-1 la=1 cas=2 fetch=no cls=1 size=61\nEND\r\n";
-
-    #[test]
-    fn the_hash_walk_is_asked_first_and_the_lru_walk_only_where_it_is_refused() {
-        // memcached 1.6.9 and later: the hash walk answers, the LRU walk is never asked.
-        let addr = server(&[("lru_crawler metadump hash", KEYS)]);
-        assert_eq!(every_key(addr, None, TIMEOUT), Some(vec![b"a".to_vec(), b"b c".to_vec()]));
-        // Older: `hash` read as a class id list.
-        let addr = server(&[
-            ("lru_crawler metadump hash", "BADCLASS invalid class id\r\n"),
-            ("lru_crawler metadump all", KEYS),
-        ]);
-        assert_eq!(every_key(addr, None, TIMEOUT), Some(vec![b"a".to_vec(), b"b c".to_vec()]));
-        // A busy crawler or a dump cut off is a failure (the resync is tried again), not a refusal.
-        let addr = server(&[
-            ("lru_crawler metadump hash", "BUSY currently processing crawler request\r\n"),
-            ("lru_crawler metadump all", KEYS),
-        ]);
-        assert_eq!(every_key(addr, None, TIMEOUT), None);
-        let addr = server(&[
-            ("lru_crawler metadump hash", "key=a exp=-1 la=1\nERROR\r\n"),
-            ("lru_crawler metadump all", KEYS),
-        ]);
-        assert_eq!(every_key(addr, None, TIMEOUT), None);
     }
 }

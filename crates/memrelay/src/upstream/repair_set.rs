@@ -29,7 +29,7 @@ use std::sync::Mutex;
 use crate::upstream::registry::MAX_SERVER_IDS;
 
 /// What the repair thread does next for a server.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Work {
     /// Copy every key an up-to-date replica holds (after `flush_all` first when the set overflowed).
     Resync { flush_first: bool },
@@ -44,8 +44,9 @@ struct Pending {
     members: HashSet<Vec<u8>>,
     resync: bool,
     flush_first: bool,
-    /// Work handed to the thread and not yet finished.
-    in_progress: bool,
+    /// Work handed to the thread and not yet finished, as the record that brings it back (a
+    /// spool rewritten meanwhile keeps it: the work may still fail).
+    in_progress: Option<Record>,
     /// What the set gained since the spool last took it ([`spool`]; only when spooling).
     unspooled: Vec<Record>,
 }
@@ -167,11 +168,11 @@ impl Repair {
         let s = &self.servers[server];
         let mut pending = s.pending.lock().expect("repair state");
         pending.unspooled.clear();
-        let mut records = Vec::with_capacity(pending.order.len() + 1);
-        if pending.resync || pending.in_progress {
-            // Work in progress may be a resync: keeping one more is safe, losing one is not.
+        let mut records = Vec::with_capacity(pending.order.len() + 2);
+        if pending.resync {
             records.push(if pending.flush_first { Record::FlushAndResync } else { Record::Resync });
         }
+        records.extend(pending.in_progress.clone());
         records.extend(pending.order.iter().cloned().map(Record::Key));
         records
     }
@@ -201,7 +202,11 @@ impl Repair {
             }
             key.map(Work::Key)
         };
-        pending.in_progress = work.is_some();
+        pending.in_progress = work.as_ref().map(|work| match work {
+            Work::Resync { flush_first: true } => Record::FlushAndResync,
+            Work::Resync { flush_first: false } => Record::Resync,
+            Work::Key(key) => Record::Key(key.clone()),
+        });
         work
     }
 
@@ -209,7 +214,7 @@ impl Repair {
     pub(crate) fn done(&self, server: usize, work: Work, ok: bool) {
         let s = &self.servers[server];
         let mut pending = s.pending.lock().expect("repair state");
-        pending.in_progress = false;
+        pending.in_progress = None;
         match (work, ok) {
             (Work::Key(_), true) => {
                 s.repaired.fetch_add(1, Ordering::Relaxed);

@@ -27,6 +27,7 @@ mod replication;
 mod server_tls;
 mod sharing;
 mod signals_at_start;
+mod spool;
 mod streaming;
 mod tls;
 mod tls_identity;

@@ -20,6 +20,7 @@ engine_matrix!(
     routes_choose_the_write_policy_per_key_prefix,
     the_spool_keeps_repairs_across_a_memrelay_restart,
     a_server_restarted_while_memrelay_was_down_is_resynced,
+    a_large_resync_copies_while_it_reads_the_dump,
 );
 
 const KEYS: usize = 200;
@@ -306,4 +307,24 @@ fn a_server_restarted_while_memrelay_was_down_is_resynced(engine: &str) {
         }
     }
     assert_eq!(missed, 0, "reads that missed an acknowledged value: {}", relay.stderr());
+}
+
+/// A resync of a server whose dump is far larger than a socket's buffers (issue 43): each key is
+/// copied as the dump lists it, so memcached's crawler waits on memrelay between lines, and the
+/// restarted server still gets every key.
+fn a_large_resync_copies_while_it_reads_the_dump(engine: &str) {
+    const N: u64 = 20_000;
+    let mut servers: Vec<Memcached> = (0..2).map(|_| Memcached::start()).collect();
+    let relay = start(engine, &servers, "majority", &[]);
+    let mut client = relay.client();
+    assert_eq!(client.set("seen", b"x"), "STORED\r\n");
+    let mut direct = servers[0].client();
+    let batch: String = (0..N).map(|i| format!("set big{i} 0 0 1 noreply\r\nv\r\n")).collect();
+    direct.send(batch.as_bytes());
+    assert_eq!(direct.line(b"version\r\n").split(' ').next(), Some("VERSION"));
+    servers[1].restart();
+    let items = |s: &Memcached| s.stats().get("curr_items").copied().unwrap_or(0);
+    let resynced = wait_for(Duration::from_secs(60), || items(&servers[1]) == N + 1);
+    assert!(resynced, "{} of {} keys on server 1: {}", items(&servers[1]), N + 1, relay.stderr());
+    assert!(relay.stderr().contains(&format!("{} keys copied back", N + 1)), "{}", relay.stderr());
 }
