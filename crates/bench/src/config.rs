@@ -23,9 +23,12 @@ pub const MAX_PIPELINE: usize = 100_000;
 /// `--start-at` may lie at most this far ahead (a typo, or a clock far off, would otherwise
 /// leave the bench waiting for hours).
 pub const START_AT_MAX_AHEAD_S: f64 = 60.0;
-/// `--start-at` may lie at most this far in the past when the bench starts (a start later than
-/// that would not overlap the other instances' load as the caller planned).
-pub const START_AT_MAX_LATE_S: f64 = 1.0;
+/// `--start-at` may lie at most this far in the past when the bench starts. A bench that starts
+/// late begins its load at once and says so; how well its load overlaps the other instances' is
+/// the caller's to measure (the lab's `loaders_overlap`). A busy machine starts a process seconds
+/// late (2.2 s beside `make test`'s other suites); past this, the instant was surely wrong (a
+/// clock off, or seconds and milliseconds mixed up).
+pub const START_AT_MAX_LATE_S: f64 = 10.0;
 /// memcached's key length limit.
 const MAX_KEY_LEN: usize = memrelay_protocol::limits::MAX_KEY_LEN;
 
@@ -122,7 +125,7 @@ pub struct Args {
 
     /// Start the load at this wall-clock time (Unix seconds, fractions allowed): connect every
     /// client first, then wait, so that instances started one after the other (on several
-    /// hosts) load together. At most 60 s ahead, at most 1 s past
+    /// hosts) load together. At most 60 s ahead, at most 10 s past
     #[arg(long, value_name = "UNIX_SECS", conflicts_with = "populate")]
     pub start_at: Option<f64>,
 
@@ -512,11 +515,12 @@ mod tests {
         let now = 1_700_000_000.0;
         assert!(check_start_at(now + 2.5, now).is_ok());
         assert!(check_start_at(now - 0.5, now).is_ok());
+        assert!(check_start_at(now - 2.2, now).is_ok(), "a busy machine's late start");
         assert!(check_start_at(now + START_AT_MAX_AHEAD_S, now).is_ok());
         let ahead = check_start_at(now + 61.0, now).unwrap_err();
         assert!(ahead.contains("61.0 s ahead"), "{ahead}");
-        let late = check_start_at(now - 1.5, now).unwrap_err();
-        assert!(late.contains("1.500 s past"), "{late}");
+        let late = check_start_at(now - 10.5, now).unwrap_err();
+        assert!(late.contains("10.500 s past"), "{late}");
         for bad in [f64::NAN, f64::INFINITY, 0.0, -5.0] {
             assert!(check_start_at(bad, now).is_err(), "{bad}");
         }

@@ -10,7 +10,9 @@ benches connect at once and wait for it.
 
 A host's clock offset is the one `_environment` measured, host minus lab, so the instant on the
 host's clock is the lab's plus the offset. memrelay-bench refuses an instant more than 60 s
-ahead or more than 1 s past, so the margin stays well below a minute.
+ahead or more than 10 s past, so the margin stays well below a minute; a bench started late
+(a busy machine) begins at once, and `loaders_overlap` in the results says how well the loads
+still overlapped.
 """
 
 from __future__ import annotations
