@@ -7,7 +7,7 @@
 # Independent stages run side by side (docs/testing.md says why each pair is safe):
 #   deps | build | proxy   (the build needs nothing deps installs; proxy: memcached's proxy, for
 #                           the lab's and bench's tests)
-#   rust, python, bench | lab | lint, clients    (three lanes, each in order, once those are done:
+#   rust, python | lab | lint, clients, bench    (three lanes, each in order, once those are done:
 #                           the suites wait on servers and timeouts part of the time, so a third
 #                           lane fills the cores; clippy's profile is release, the tests'
 #                           release-tests: two target folders, locked apart)
@@ -152,4 +152,4 @@ trap on_signal INT TERM
 
 STAGES=(deps lint build proxy rust lab python clients bench)
 side_by_side deps build proxy || exit
-side_by_side "rust python bench" "lab" "lint clients" || exit
+side_by_side "rust python" "lab" "lint clients bench" || exit
