@@ -200,9 +200,15 @@ fn normalise(reply: &[u8]) -> String {
             }
             Some("VA" | "HD" | "EN" | "NF" | "NS" | "EX") => words
                 .iter()
-                .map(|w| match w.strip_prefix('c') {
-                    Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => "c<cas>".to_string(),
-                    _ => w.to_string(),
+                .map(|w| {
+                    let digits = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+                    match w.split_at_checked(1) {
+                        Some(("c", n)) if digits(n) => "c<cas>".to_string(),
+                        // Seconds since the last access: a second boundary between the two runs
+                        // of a script (a busy machine) makes them differ, as `la` in `ME`.
+                        Some(("l", n)) if digits(n) => "l<la>".to_string(),
+                        _ => w.to_string(),
+                    }
                 })
                 .collect(),
             Some("ME") => words
