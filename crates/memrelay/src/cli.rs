@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use memrelay::settings::{
-    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, PrefixRoute, ReadFrom, Replication,
-    Routing, Settings, WritePolicies, WritePolicy,
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, NamedPool, PrefixRoute, ReadFrom,
+    Replication, Routing, Settings, WritePolicy, DEFAULT_POOL,
 };
 use memrelay::KeyHash;
 
@@ -84,11 +84,21 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = WritePolicyArg::All)]
     pub write_policy: WritePolicyArg,
 
-    /// The write policy of the keys starting with PREFIX (repeatable; the longest matching
-    /// prefix wins, other keys take --write-policy). In the file: `[[routes]]` tables with
-    /// `prefix` and `write_policy`.
-    #[arg(long = "route", value_name = "PREFIX=all|majority|primary")]
+    /// Where the keys starting with PREFIX go (repeatable; the longest matching prefix wins,
+    /// other keys go to the default pool under --write-policy): `PREFIX=all|majority|primary`
+    /// (a write policy, default pool), or a TOML inline table `{ prefix = "hot:", pool = "hot",
+    /// write_policy = "majority" }` (pool and write policy each optional). In the file:
+    /// `[[routes]]` tables
+    #[arg(long = "route", value_name = "PREFIX=POLICY|{ prefix, pool, write_policy }")]
     pub routes: Vec<PrefixRoute>,
+
+    /// A pool of servers besides the default one (repeatable), a TOML inline table: `{ name =
+    /// "hot", servers = ["HOST:PORT", ...], distribution = "ketama", hash = "md5", replication
+    /// = 2, read_from = "primary", failover = false, write_policy = "all", sharded = false }`
+    /// (all but name and servers optional, defaults as the options of the same names). Routes
+    /// send key prefixes to it. In the file: `[pools.NAME]` tables
+    #[arg(long = "pool", value_name = "POOL")]
+    pub pools: Vec<String>,
 
     /// How long a server may take to answer (connect, write, reply) before SERVER_ERROR.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
@@ -301,41 +311,50 @@ impl Args {
         let tls = self.tls_settings()?;
         let metrics_tls = self.metrics_tls()?;
         let server_tls = self.server_tls_settings()?;
-        if self.servers.len() > 1024 {
-            return Err("at most 1024 servers".into());
+        let mut taken = Vec::new();
+        let servers = server_list(&self.servers, server_tls.is_some(), &mut taken, "--server")?;
+        let write_policy = match self.write_policy {
+            WritePolicyArg::All => WritePolicy::All,
+            WritePolicyArg::Majority => WritePolicy::Majority,
+            WritePolicyArg::Primary => WritePolicy::Primary,
+        };
+        let read_from = match self.read_from {
+            ReadFromArg::Primary => ReadFrom::Primary,
+            ReadFromArg::AnyReplica => ReadFrom::AnyReplica,
+        };
+        let options = RoutingOptions {
+            sharded: self.sharded,
+            distribution: self.distribution,
+            hash: self.hash,
+            replication: self.replication,
+            read_from,
+            failover: self.failover,
+            write_policy,
+        };
+        let routing = options.resolve(servers.len(), "--")?;
+        let mut pools: Vec<NamedPool> = Vec::with_capacity(self.pools.len());
+        for text in &self.pools {
+            let pool = named_pool(text, server_tls.is_some(), &mut taken)?;
+            if pools.iter().any(|p| p.name == pool.name) {
+                return Err(format!("two pools are named `{}`", pool.name));
+            }
+            pools.push(pool);
         }
-        let mut servers = Vec::with_capacity(self.servers.len());
-        for spec in &self.servers {
-            let server = Endpoint::server(spec).map_err(|e| format!("--server {}: {e}", memrelay::shown(spec, 120)))?;
-            if server_tls.is_some() {
-                memrelay::server_tls_name(&server.address)
-                    .map_err(|e| format!("--server {spec}: with --server-tls-ca, {e}"))?;
-            }
-            if let Some(twin) = servers.iter().find(|s: &&Endpoint| s.addr == server.addr) {
-                return Err(format!("--server {spec}: {} is already a server ({})", server.addr, twin.address));
-            }
-            if let Some(label) = &server.label {
-                if servers.iter().any(|s| s.label.as_ref() == Some(label)) {
-                    return Err(format!("--server {spec}: the name `{label}` is taken"));
+        if taken.len() > 1024 {
+            return Err("at most 1024 servers, over every pool".into());
+        }
+        for route in &self.routes {
+            if let Some(name) = &route.pool {
+                if name != DEFAULT_POOL && !pools.iter().any(|p| &p.name == name) {
+                    let known: Vec<&str> =
+                        std::iter::once(DEFAULT_POOL).chain(pools.iter().map(|p| p.name.as_str())).collect();
+                    return Err(format!(
+                        "the route `{}` names the pool `{name}`, which is not configured (pools: {})",
+                        String::from_utf8_lossy(&route.prefix),
+                        known.join(", ")
+                    ));
                 }
             }
-            servers.push(server);
-        }
-        let distribution = match self.distribution {
-            DistributionArg::All => Distribution::All,
-            DistributionArg::Ketama => Distribution::Ketama,
-        };
-        let replication = self.replication.resolve(servers.len())?;
-        // With `all` a failed read is never retried on another server (only a repairing write
-        // policy turns failover on there): the option would be accepted and do nothing.
-        if distribution == Distribution::All && self.failover {
-            return Err(
-                "--failover needs --distribution ketama (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
-                    .into(),
-            );
-        }
-        if distribution == Distribution::All && self.replication != Replication::Count(1) {
-            return Err("--replication needs --distribution ketama (with `all`, every server has every key)".into());
         }
         if !(self.stats_window > 0.0 && self.stats_window <= 3600.0) {
             return Err(format!("--stats-window must be between 0 and 3600 seconds, not {}", self.stats_window));
@@ -364,25 +383,9 @@ impl Args {
                 workers: usize::from(self.workers),
                 threads,
             },
-            routing: Routing {
-                sharded: self.sharded,
-                distribution,
-                hash: self.hash,
-                replication,
-                read_from: match self.read_from {
-                    ReadFromArg::Primary => ReadFrom::Primary,
-                    ReadFromArg::AnyReplica => ReadFrom::AnyReplica,
-                },
-                failover: self.failover,
-                write_policies: WritePolicies {
-                    default: match self.write_policy {
-                        WritePolicyArg::All => WritePolicy::All,
-                        WritePolicyArg::Majority => WritePolicy::Majority,
-                        WritePolicyArg::Primary => WritePolicy::Primary,
-                    },
-                    routes: self.routes,
-                },
-            },
+            routing,
+            pools,
+            routes: self.routes,
             limits: ClientLimits {
                 max_clients: self.max_clients,
                 max_value_size: self.max_value_size,
@@ -500,6 +503,146 @@ impl Args {
         Policy::build(&settings, 0)?;
         Ok(settings)
     }
+}
+
+/// The options that place keys on a pool's servers, before they are checked against the number
+/// of servers (the top level's options, or a `[pools.NAME]` table's keys).
+struct RoutingOptions {
+    sharded: bool,
+    distribution: DistributionArg,
+    hash: KeyHash,
+    replication: Replication,
+    read_from: ReadFrom,
+    failover: bool,
+    write_policy: WritePolicy,
+}
+
+impl RoutingOptions {
+    /// The routing of a pool of `servers` servers; an error names the option as `{dashes}name`
+    /// (`--replication`, or `pool hot: replication`).
+    fn resolve(self, servers: usize, dashes: &str) -> Result<Routing, String> {
+        let distribution = match self.distribution {
+            DistributionArg::All => Distribution::All,
+            DistributionArg::Ketama => Distribution::Ketama,
+        };
+        // With `all` a failed read is never retried on another server (only a repairing write
+        // policy turns failover on there): the option would be accepted and do nothing.
+        if distribution == Distribution::All && self.failover {
+            return Err(format!(
+                "{dashes}failover needs {dashes}distribution ketama (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
+            ));
+        }
+        if distribution == Distribution::All && self.replication != Replication::Count(1) {
+            return Err(format!(
+                "{dashes}replication needs {dashes}distribution ketama (with `all`, every server has every key)"
+            ));
+        }
+        let replication = self.replication.resolve(servers).map_err(|e| e.replace("--", dashes))?;
+        Ok(Routing {
+            sharded: self.sharded,
+            distribution,
+            hash: self.hash,
+            replication,
+            read_from: self.read_from,
+            failover: self.failover,
+            write_policy: self.write_policy,
+        })
+    }
+}
+
+/// Parses server specs (`--server`, a pool's `servers`), refusing an address or a name that
+/// `taken` (the servers of every pool so far) already holds; adds them to `taken`.
+fn server_list(specs: &[String], tls: bool, taken: &mut Vec<Endpoint>, what: &str) -> Result<Vec<Endpoint>, String> {
+    if specs.len() > 1024 {
+        return Err(format!("{what}: at most 1024 servers"));
+    }
+    let mut servers = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let server = Endpoint::server(spec).map_err(|e| format!("{what} {}: {e}", memrelay::shown(spec, 120)))?;
+        if tls {
+            memrelay::server_tls_name(&server.address)
+                .map_err(|e| format!("{what} {spec}: with --server-tls-ca, {e}"))?;
+        }
+        if let Some(twin) = taken.iter().find(|s| s.addr == server.addr) {
+            return Err(format!("{what} {spec}: {} is already a server ({})", server.addr, twin.address));
+        }
+        if let Some(label) = &server.label {
+            if taken.iter().any(|s| s.label.as_ref() == Some(label)) {
+                return Err(format!("{what} {spec}: the name `{label}` is taken"));
+            }
+        }
+        taken.push(server.clone());
+        servers.push(server);
+    }
+    Ok(servers)
+}
+
+/// The keys a `[pools.NAME]` table (a `--pool` inline table) takes.
+const POOL_KEYS: [&str; 9] =
+    ["name", "servers", "sharded", "distribution", "hash", "replication", "read_from", "failover", "write_policy"];
+
+/// A pool from its inline table (`--pool`); its servers are checked against `taken`.
+fn named_pool(text: &str, tls: bool, taken: &mut Vec<Endpoint>) -> Result<NamedPool, String> {
+    let table = match format!("pool = {text}").parse::<toml::Table>().map(|mut t| t.remove("pool")) {
+        Ok(Some(toml::Value::Table(table))) => table,
+        _ => {
+            return Err(format!(
+                "--pool must be a TOML inline table {{ name = ..., servers = [...] }}, not `{}`",
+                memrelay::shown(text, 120)
+            ))
+        }
+    };
+    let name = match table.get("name") {
+        Some(toml::Value::String(name)) => name.clone(),
+        _ => return Err("a pool needs a `name` (in the file: the NAME of [pools.NAME])".into()),
+    };
+    memrelay::settings::valid_pool_name(&name)?;
+    if name == DEFAULT_POOL {
+        return Err(format!("`{DEFAULT_POOL}` is the pool of the top-level servers; name the pool otherwise"));
+    }
+    let bad = |what: String| format!("pool `{name}`: {what}");
+    if let Some(key) = table.keys().find(|k| !POOL_KEYS.contains(&k.as_str())) {
+        return Err(bad(format!("unknown key `{key}` (the keys: {})", POOL_KEYS[1..].join(", "))));
+    }
+    let text_of = |key: &str| match table.get(key) {
+        None => Ok(None),
+        Some(toml::Value::String(text)) => Ok(Some(text.clone())),
+        Some(toml::Value::Integer(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err(bad(format!("`{key}` must be a string"))),
+    };
+    let flag = |key: &str| match table.get(key) {
+        None => Ok(false),
+        Some(toml::Value::Boolean(b)) => Ok(*b),
+        Some(_) => Err(bad(format!("`{key}` must be true or false"))),
+    };
+    let specs: Vec<String> = match table.get("servers") {
+        Some(toml::Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|item| match item {
+                toml::Value::String(spec) => Ok(spec.clone()),
+                _ => Err(bad("`servers` must list \"HOST:PORT[:WEIGHT] [NAME]\" strings".into())),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(bad("needs `servers`, a list of at least one \"HOST:PORT[:WEIGHT] [NAME]\"".into())),
+    };
+    let servers = server_list(&specs, tls, taken, &format!("pool `{name}`: server"))?;
+    let parsed = |key: &str, default: &str| text_of(key).map(|v| v.unwrap_or_else(|| default.to_string()));
+    let options = RoutingOptions {
+        sharded: flag("sharded")?,
+        distribution: <DistributionArg as ValueEnum>::from_str(&parsed("distribution", "all")?, false)
+            .map_err(|e| bad(format!("distribution: {e}")))?,
+        hash: parsed("hash", "md5")?.parse().map_err(|e| bad(format!("{e}")))?,
+        replication: parsed("replication", "1")?.parse().map_err(|e: String| bad(e))?,
+        read_from: match parsed("read_from", "primary")?.as_str() {
+            "primary" => ReadFrom::Primary,
+            "any-replica" | "any_replica" => ReadFrom::AnyReplica,
+            other => return Err(bad(format!("read_from must be `primary` or `any-replica`, not `{other}`"))),
+        },
+        failover: flag("failover")?,
+        write_policy: parsed("write_policy", "all")?.parse().map_err(|e: String| bad(e))?,
+    };
+    let routing = options.resolve(servers.len(), "").map_err(bad)?;
+    Ok(NamedPool { name, servers, routing })
 }
 
 fn endpoint(name: &str) -> Result<Endpoint, String> {

@@ -70,6 +70,7 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
         let option = match key.as_str() {
             "servers" => "server".to_string(),
             "routes" => "route".to_string(),
+            "pools" => "pool".to_string(),
             _ => key.replace('_', "-"),
         };
         let not_an_option = ["help", "version", "config", "check-config"].contains(&option.as_str());
@@ -93,6 +94,21 @@ fn options(file: &Path, text: &str, skip_servers: bool) -> Result<Vec<String>, S
             toml::Value::Array(items) if option == "route" => {
                 for item in items {
                     out.extend(["--route".to_string(), route_spec(item).map_err(|what| bad(&what))?]);
+                }
+            }
+            // `[pools.NAME]` tables: one `--pool` each, as the inline table it reads (with its
+            // name inside).
+            toml::Value::Table(pools) if option == "pool" => {
+                for (name, pool) in pools {
+                    let toml::Value::Table(pool) = pool else { return Err(bad("must be tables ([pools.NAME])")) };
+                    if pool.contains_key("name") {
+                        return Err(bad(&format!(
+                            "`{name}` has a `name` key: the pool's name is the NAME of [pools.NAME]"
+                        )));
+                    }
+                    let mut pool = pool.clone();
+                    pool.insert("name".into(), toml::Value::String(name.clone()));
+                    out.extend(["--pool".to_string(), toml::Value::Table(pool).to_string()]);
                 }
             }
             // `[[access]]` tables: one `--access` each, as the inline table it reads.
@@ -142,24 +158,13 @@ fn server_spec(item: &toml::Value) -> Result<String, String> {
     }
 }
 
-/// One route of `routes` (`[[routes]]` tables) as `--route` takes it: `PREFIX=POLICY` from a
-/// table `{ prefix = "session:", write_policy = "majority" }` (or that string itself).
+/// One route of `routes` (`[[routes]]` tables) as `--route` takes it: the inline table
+/// `{ prefix = "hot:", pool = "hot", write_policy = "majority" }` (or a `PREFIX=POLICY` string).
 fn route_spec(item: &toml::Value) -> Result<String, String> {
-    const SHAPE: &str = "must list routes as [[routes]] tables with `prefix` and `write_policy`";
     match item {
         toml::Value::String(route) => Ok(route.clone()),
-        toml::Value::Table(table) => {
-            if let Some(key) = table.keys().find(|k| !["prefix", "write_policy"].contains(&k.as_str())) {
-                return Err(format!("has a route with unknown key `{key}` (prefix, write_policy)"));
-            }
-            match (table.get("prefix"), table.get("write_policy")) {
-                (Some(toml::Value::String(prefix)), Some(toml::Value::String(policy))) => {
-                    Ok(format!("{prefix}={policy}"))
-                }
-                _ => Err(SHAPE.into()),
-            }
-        }
-        _ => Err(SHAPE.into()),
+        toml::Value::Table(table) => Ok(memrelay::settings::PrefixRoute::from_table(table)?.to_inline()),
+        _ => Err("must list routes as [[routes]] tables with `prefix` and `pool` or `write_policy`".into()),
     }
 }
 
@@ -216,15 +221,39 @@ mod tests {
     }
 
     #[test]
-    fn routes_are_tables_of_prefix_and_write_policy() {
+    fn routes_are_tables_of_prefix_pool_and_write_policy() {
         let text = "servers = [\"a:1\"]\n[[routes]]\nprefix = \"session:\"\nwrite_policy = \"majority\"\n\
-                    [[routes]]\nprefix = \"a=b\"\nwrite_policy = \"primary\"\n";
+                    [[routes]]\nprefix = \"a=b\"\npool = \"hot\"\n";
         let got = expanded(text, &[]).unwrap();
-        assert_eq!(got[1..], ["--route", "session:=majority", "--route", "a=b=primary", "--server", "a:1"]);
+        assert_eq!(
+            got[1..],
+            [
+                "--route",
+                "{ prefix = \"session:\", write_policy = \"majority\" }",
+                "--route",
+                "{ prefix = \"a=b\", pool = \"hot\" }",
+                "--server",
+                "a:1"
+            ]
+        );
         let bad = expanded("[[routes]]\nprefix = \"x\"\npolicy = \"all\"\n", &[]).unwrap_err();
         assert!(bad.contains("unknown key `policy`"), "{bad}");
         let shape = expanded("[[routes]]\nprefix = \"x\"\n", &[]).unwrap_err();
-        assert!(shape.contains("[[routes]] tables"), "{shape}");
+        assert!(shape.contains("neither a `pool` nor a `write_policy`"), "{shape}");
+    }
+
+    #[test]
+    fn pools_are_tables_named_by_their_key() {
+        let text = "servers = [\"a:1\"]\n[pools.hot]\nservers = [\"b:2\", \"c:3\"]\nreplication = 2\n\
+                    distribution = \"ketama\"\n";
+        let got = expanded(text, &[]).unwrap();
+        let pool = got.windows(2).find(|w| w[0] == "--pool").map(|w| w[1].clone()).unwrap();
+        let table: toml::Table = format!("p = {pool}").parse().unwrap();
+        let toml::Value::Table(table) = &table["p"] else { panic!() };
+        assert_eq!(table["name"].as_str(), Some("hot"));
+        assert_eq!(table["replication"].as_integer(), Some(2));
+        let named = expanded("servers = [\"a:1\"]\n[pools.hot]\nname = \"x\"\nservers = [\"b:2\"]\n", &[]).unwrap_err();
+        assert!(named.contains("the pool's name is the NAME"), "{named}");
     }
 
     #[test]

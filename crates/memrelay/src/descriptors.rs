@@ -53,7 +53,7 @@ pub fn fit(settings: &mut Settings) -> Result<Budget, String> {
         Engine::Pool => settings.engine.workers,
         Engine::Evented => settings.engine.threads,
     };
-    let budget = budget(settings.servers.len(), per_server, settings.limits.max_clients, limit)?;
+    let budget = budget(settings.all_servers().count(), per_server, settings.limits.max_clients, limit)?;
     if budget.clients < settings.limits.max_clients {
         eprintln!(
             "memrelay: the descriptor limit is {limit}: at most {} clients (of --max-clients {}), {} descriptors kept \

@@ -14,7 +14,7 @@ use crate::client::{Framing, Next};
 use crate::relay::exchange::{Exchange, Step};
 use crate::routing::{Plan, Router};
 use crate::settings::KeyHash;
-use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
 use crate::upstream::Servers;
 
 /// Most bytes one input may make memrelay look at (keeps a fuzz case fast).
@@ -183,7 +183,7 @@ fn router(mode: u8) -> Router {
         replication: if ketama { 2 } else { 1 },
         read_from: ReadFrom::Primary,
         failover: false,
-        write_policies: WritePolicies::default(),
+        write_policy: WritePolicy::All,
     };
     Router::new(&routing, &servers).expect("a valid ring")
 }

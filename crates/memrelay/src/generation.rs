@@ -11,18 +11,19 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::routing::Router;
-use crate::settings::Settings;
+use crate::settings::{Endpoint, Settings};
 use crate::upstream::registry::Registry;
 
 #[derive(Debug)]
 pub struct Generation {
     /// 1 at start, one more per reload applied.
     pub number: u64,
-    /// The ids of the servers in force, in the configuration's order.
+    /// The ids of the servers in force, every pool's, in the configuration's order.
     pub servers: Vec<usize>,
     pub router: Router,
     pub server_timeout: Duration,
-    /// Whether a failed read is retried on another replica.
+    /// Whether a failed read of some pool is retried on another replica (the key's pool says
+    /// whether its reads are: [`Router::fails_over`]).
     pub failover: bool,
 }
 
@@ -30,16 +31,18 @@ impl Generation {
     /// The generation `settings` describe; servers get their ids from `registry`. Nothing is
     /// registered when the error says why the servers do not make a ring.
     pub fn build(settings: &Settings, registry: &Registry, number: u64) -> Result<Generation, String> {
-        // The ring is checked before ids are handed out, so an invalid file leaves no trace.
-        Router::new(&settings.routing, &settings.servers)?;
-        let servers = registry.ids_for(&settings.servers)?;
-        let router = Router::with_ids(&settings.routing, &settings.servers, servers.clone())?;
+        // The rings and routes are checked before ids are handed out, so an invalid file leaves
+        // no trace.
+        let all: Vec<Endpoint> = settings.all_servers().cloned().collect();
+        Router::build(settings, &(0..all.len()).collect::<Vec<_>>())?;
+        let servers = registry.ids_for(&all)?;
+        let router = Router::build(settings, &servers)?;
         Ok(Generation {
             number,
             servers,
             router,
             server_timeout: settings.server_timeout,
-            failover: settings.routing.fails_over(),
+            failover: settings.routing.fails_over() || settings.pools.iter().any(|p| p.routing.fails_over()),
         })
     }
 }

@@ -29,6 +29,9 @@ fn main() -> ExitCode {
     exit_on_panic();
     memrelay::memory::configure_allocator();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "route") {
+        return route(&argv);
+    }
     let expanded = match config_file::expand(argv.clone()) {
         Ok(expanded) => expanded,
         Err(message) => {
@@ -63,8 +66,12 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     if let Some(file) = expanded.check_only {
-        let servers: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
-        println!("memrelay: {} is valid: {} servers ({})", file.display(), servers.len(), servers.join(", "));
+        let servers: Vec<&str> = settings.all_servers().map(|s| s.name.as_str()).collect();
+        let pools = match settings.pools.len() {
+            0 => String::new(),
+            n => format!(" in {} pools, {} routes", n + 1, settings.routes.len()),
+        };
+        println!("memrelay: {} is valid: {} servers{pools} ({})", file.display(), servers.len(), servers.join(", "));
         return ExitCode::SUCCESS;
     }
     // SIGHUP reads the file again under the same command line (and the auth file and the TLS
@@ -86,6 +93,42 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// `memrelay route [--config FILE] [OPTIONS] OP KEY`: prints the servers a request of OP for KEY
+/// would go to under that configuration, one `host:port` per line, in the order they would be
+/// asked (what `get __memrelay__.route(OP,KEY)` answers a running memrelay), without starting a
+/// proxy. Exits 2 on a bad configuration, operation or key.
+fn route(argv: &[std::ffi::OsString]) -> ExitCode {
+    let fail = |message: &str| {
+        eprintln!("memrelay route: error: {}", memrelay::printable(message));
+        ExitCode::from(2)
+    };
+    if argv.len() < 4 {
+        return fail("usage: memrelay route [--config FILE] [OPTIONS] OP KEY");
+    }
+    let (options, asked) = argv.split_at(argv.len() - 2);
+    let mut command_line = vec![argv[0].clone()];
+    command_line.extend_from_slice(&options[2..]);
+    let settings = match read_settings(command_line) {
+        Ok(settings) => settings,
+        Err(message) => return fail(&message),
+    };
+    let servers: Vec<&memrelay::settings::Endpoint> = settings.all_servers().collect();
+    let router = match memrelay::routing::Router::build(&settings, &(0..servers.len()).collect::<Vec<_>>()) {
+        Ok(router) => router,
+        Err(message) => return fail(&message),
+    };
+    let (op, key) = (asked[0].as_encoded_bytes(), asked[1].as_encoded_bytes());
+    match memrelay::routing::explain::servers_for(&router, op, key) {
+        Ok(ids) => {
+            for id in ids {
+                println!("{}", servers[id].address);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => fail(&message),
     }
 }
 

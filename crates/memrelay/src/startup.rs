@@ -155,7 +155,7 @@ impl Runtime {
         let clock = WindowClock { start: Instant::now(), length: settings.measurement.window };
         let (to_stats, stats_in) = crossbeam_channel::unbounded();
         let (recycle_out, recycled) = crossbeam_channel::unbounded();
-        let live = LiveTotals::new(settings.servers.len());
+        let live = LiveTotals::new(settings.all_servers().count());
         let in_system = InSystem::new(recorders, clock.start);
         let stats = StatsThread::new(
             Arc::clone(&settings),
@@ -267,7 +267,7 @@ impl Runtime {
         Recorder::new(
             thread as u16,
             self.clock,
-            self.settings.servers.len(),
+            self.settings.all_servers().count(),
             self.settings.measurement.request_log_sample,
             self.to_stats.clone(),
             self.recycled.clone(),

@@ -37,7 +37,8 @@ def link_interval_problem(seconds: float, requests: float, population: float) ->
     return None
 
 
-def link_measures(document: dict, throughput: float, rates: dict[str, float], population: float = 1.0) -> dict:
+def link_measures(document: dict, throughput: float, rates: dict[str, float], population: float = 1.0,
+                  requests_between=None) -> dict:
     """Per host link the run measured (cpu.json's ``links``): ``link:HOST:to_bytes_per_request``
     and ``link:HOST:from_bytes_per_request`` (the link's counters over their interval, the kept
     one, ``links_interval_unix``; results of an earlier lab: the network snapshots'), over the
@@ -50,7 +51,7 @@ def link_measures(document: dict, throughput: float, rates: dict[str, float], po
     if not links or not interval or not throughput or not math.isfinite(throughput):
         return {}
     seconds = max(interval[1] - interval[0], 1e-9)
-    requests = throughput * seconds
+    requests = requests_between(*interval) if requests_between is not None else throughput * seconds
     short = link_interval_problem(seconds, requests, population) is not None
     measures: dict[str, float] = {"link:interval_s": seconds, "link:too_short": float(short)}
     for host, counted in sorted(links.items()):

@@ -235,7 +235,8 @@ def _read_run(path: Path, record: dict, config: dict, offsets: dict[str, float] 
         cpu = _read_json(path / files["cpu"])
         client_row.update(cpu_measures(cpu, client_row.get("throughput", math.nan)))
         population = float(config.get("clients") or 1) * float(config.get("pipeline") or 1)
-        client_row.update(link_measures(cpu, client_row.get("throughput", math.nan), rates or {}, population))
+        client_row.update(link_measures(cpu, client_row.get("throughput", math.nan), rates or {}, population,
+                                        requests_between=lambda begin, end: _requests_between(benches, begin, end)))
     rows.append(client_row)
     windows += [{**w, "source": "clients"} for w in client_windows]
 
@@ -296,6 +297,22 @@ def _client_interval(interval: dict, keep_from: float, keep_to: float) -> dict:
     window = {"window": second, "t_s": float(second), "length_s": length, "kept": kept}
     window.update(_type_measures({kind: _bench_type(interval[kind]) for kind in _BENCH_TYPES}))
     return window
+
+
+def _requests_between(benches: list[dict], begin: float, end: float) -> float:
+    """The requests the benches completed between ``begin`` and ``end`` (the lab's clock), from
+    their one-second windows: a window partly inside counts in proportion (the load is steady
+    within a second)."""
+    total = 0.0
+    for bench in benches:
+        start = bench["start_unix_s"]
+        for interval in bench["intervals"]:
+            length = interval["duration_s"]
+            low = start + interval["second"]
+            inside = min(low + length, end) - max(low, begin)
+            if length > 0 and inside > 0:
+                total += sum(interval[kind]["count"] for kind in _BENCH_TYPES) * inside / length
+    return total
 
 
 def _loaders_overlap(benches: list[dict], keep_from: float, keep_to: float) -> dict:

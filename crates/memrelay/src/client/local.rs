@@ -83,6 +83,7 @@ impl LocalAnswers {
             Command::Verbosity => out.extend_from_slice(b"OK\r\n"),
             Command::MetaNoop => out.extend_from_slice(b"MN\r\n"),
             Command::Gat | Command::Gats => out.extend_from_slice(compose::END),
+            Command::Get => self.route_query(request.key(buf), out),
             Command::Stats => match &buf[request.keys.clone()] {
                 b"" | b"memrelay" => self.stats(queue_length, out),
                 b"reset" => out.extend_from_slice(b"RESET\r\n"),
@@ -93,6 +94,30 @@ impl LocalAnswers {
             },
             _ => out.extend_from_slice(b"ERROR\r\n"),
         }
+    }
+
+    /// `get __memrelay__.route(OP,KEY)`: one value, the servers a request of OP for KEY would go
+    /// to, one `host:port` per line in the order they would be asked; a query memrelay cannot
+    /// answer is a miss with the reason as a `CLIENT_ERROR`-free value (`ERROR: ...`), so that a
+    /// client library reads it as any value.
+    fn route_query(&self, key: &[u8], out: &mut Vec<u8>) {
+        let generation = self.current.get();
+        let text = match crate::routing::explain::query(key) {
+            Some((op, asked)) => match crate::routing::explain::servers_for(&generation.router, op, asked) {
+                Ok(servers) => {
+                    let addresses: Vec<String> = servers.iter().map(|&s| self.registry.endpoint(s).address).collect();
+                    addresses.join("\r\n")
+                }
+                Err(why) => format!("ERROR: {why}"),
+            },
+            None => "ERROR: ask as __memrelay__.route(OP,KEY)".to_string(),
+        };
+        out.extend_from_slice(b"VALUE ");
+        out.extend_from_slice(key);
+        out.extend_from_slice(format!(" 0 {}\r\n", text.len()).as_bytes());
+        out.extend_from_slice(text.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(compose::END);
     }
 
     fn stats(&self, queue_length: usize, out: &mut Vec<u8>) {
@@ -116,10 +141,15 @@ impl LocalAnswers {
         let generation = self.current.get();
         let names = self.registry.names();
         compose::stat(out, "config_generation", generation.number);
-        compose::stat(out, "write_policy", generation.router.write_policies().default.name());
-        for (i, route) in generation.router.write_policies().routes.iter().enumerate() {
-            let prefix = String::from_utf8_lossy(&route.prefix);
-            compose::stat(out, &format!("route_{i}"), format!("{prefix}={}", route.write_policy.name()));
+        let router = &generation.router;
+        compose::stat(out, "write_policy", router.default_write_policy().name());
+        for (i, route) in router.routes_described().iter().enumerate() {
+            compose::stat(out, &format!("route_{i}"), route);
+        }
+        for (i, pool) in router.pool_names().iter().enumerate() {
+            compose::stat(out, &format!("pool_{i}_name"), pool);
+            let servers: Vec<String> = router.pool_servers(i).iter().map(|s| s.to_string()).collect();
+            compose::stat(out, &format!("pool_{i}_servers"), servers.join(","));
         }
         for i in 0..names.len() {
             let state = if generation.servers.contains(&i) { self.health.state(i) } else { "retired" };

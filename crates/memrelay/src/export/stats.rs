@@ -114,7 +114,7 @@ impl StatsThread {
                 requests_out = Some(out);
             }
         }
-        let servers = settings.servers.len();
+        let servers = settings.all_servers().count();
         Ok(StatsThread {
             started_unix: unix_now(),
             clock,
@@ -173,7 +173,7 @@ impl StatsThread {
         self.live.add(&window);
         self.log_samples(&window.samples)?;
         let index = window.index.max(self.written_upto);
-        let servers = self.settings.servers.len();
+        let servers = self.settings.all_servers().count();
         self.pending.entry(index).or_insert_with(|| {
             let mut fresh = Window::new(servers);
             fresh.index = index;

@@ -135,7 +135,7 @@ impl Exchange {
     ) -> Step {
         self.reset(request, input, router, timeout);
         self.rr = rr;
-        self.failover = failover;
+        self.failover = failover && router.fails_over(&self.key);
         let plan = if router.repairs() {
             router.route_avoiding(request, input, rr, &mut self.route, &|s| servers.is_repairing(s))
         } else {
@@ -467,7 +467,7 @@ mod tests {
 
     use super::*;
     use crate::settings::KeyHash;
-    use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
+    use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
 
     const TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -504,7 +504,7 @@ mod tests {
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: true,
-            write_policies: WritePolicies::only(policy),
+            write_policy: policy,
         };
         Router::new(&routing, &servers).unwrap()
     }

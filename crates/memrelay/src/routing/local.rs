@@ -13,6 +13,8 @@ pub(crate) fn is_local(request: &Request, buf: &[u8]) -> bool {
         Command::Stats => !SERVER_STATS_GROUPS.contains(&&buf[request.keys.clone()]),
         // `gat <exptime>` without keys.
         Command::Gat | Command::Gats => request.key_count == 0,
+        // `get __memrelay__.route(OP,KEY)`: where KEY would go (`routing::explain`).
+        Command::Get => request.key_count == 1 && request.key(buf).starts_with(super::explain::QUERY_PREFIX),
         _ => false,
     }
 }

@@ -9,12 +9,16 @@
 //! the next server (or replica) in its turn that is not being repaired, and the reads that need
 //! the key's primary (cas values, win tokens) go to its first replica that is not.
 
+pub mod explain;
 pub mod ketama;
 pub(crate) mod local;
+mod routes;
+
+pub use routes::Router;
 
 use memrelay_protocol::{Command, Request};
 
-use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies, WritePolicy};
+use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
 use ketama::{Ring, RingServer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +51,10 @@ pub struct RouteBuf {
     replicas: Vec<usize>,
 }
 
+/// One pool's placement: its servers (by stable id), how keys are placed on them and how many
+/// copies each key has. [`Router`] picks the pool of a key and asks it.
 #[derive(Debug)]
-pub struct Router {
+pub struct ServerPool {
     servers: usize,
     /// The stable id ([`crate::upstream::registry`]) of the server at each position of the configuration:
     /// routes are computed on positions and answered in ids.
@@ -57,20 +63,16 @@ pub struct Router {
     distribution: Distribution,
     replication: usize,
     read_from: ReadFrom,
-    write_policies: WritePolicies,
+    write_policy: WritePolicy,
+    fails_over: bool,
     /// The ring also names the primary of a key for `gets`/`cas` with `--distribution all`.
     ring: Ring,
 }
 
-impl Router {
-    /// The router for `servers`, numbered 0, 1, ... in their order (the ring hashes their names
-    /// as given); the error says why the ring could not be built.
-    pub fn new(routing: &Routing, servers: &[Endpoint]) -> Result<Router, String> {
-        Router::with_ids(routing, servers, (0..servers.len()).collect())
-    }
-
-    /// The router for `servers`, whose stable ids are `ids` (one per server, in order).
-    pub fn with_ids(routing: &Routing, servers: &[Endpoint], ids: Vec<usize>) -> Result<Router, String> {
+impl ServerPool {
+    /// The pool of `servers`, whose stable ids are `ids` (one per server, in order; the ring
+    /// hashes their names as given); the error says why the ring could not be built.
+    pub fn new(routing: &Routing, servers: &[Endpoint], ids: Vec<usize>) -> Result<ServerPool, String> {
         assert_eq!(servers.len(), ids.len(), "one id per server");
         let mut ring_servers = Vec::with_capacity(servers.len());
         for server in servers {
@@ -82,39 +84,37 @@ impl Router {
             ring_servers.push(ring_server);
         }
         let ring = Ring::new(&ring_servers, routing.hash).map_err(|e| e.to_string())?;
-        Ok(Router {
+        Ok(ServerPool {
             servers: servers.len(),
             ids,
             sharded: routing.sharded,
             distribution: routing.distribution,
             replication: routing.replication,
             read_from: routing.read_from,
-            write_policies: routing.write_policies.clone(),
+            write_policy: routing.write_policy,
+            fails_over: routing.fails_over(),
             ring,
         })
     }
 
-    pub fn write_policies(&self) -> &WritePolicies {
-        &self.write_policies
+    /// The pool's write policy (a route may name another for its keys).
+    pub fn write_policy(&self) -> WritePolicy {
+        self.write_policy
     }
 
-    /// Whether any key's write policy repairs replicas: then reads avoid the servers being
-    /// repaired ([`Router::route_avoiding`]).
-    pub fn repairs(&self) -> bool {
-        self.write_policies.repair()
+    /// Whether a failed read of this pool's keys is retried on another replica.
+    pub fn fails_over(&self) -> bool {
+        self.fails_over
     }
 
-    /// The write policy of `request`: its key's route's for a keyed write, else the default.
-    pub fn write_policy_of(&self, request: &Request, buf: &[u8]) -> WritePolicy {
-        if self.write_policies.routes.is_empty() || !request.command.is_keyed_write() {
-            return self.write_policies.default;
-        }
-        self.write_policies.of(&placement_key(request, buf))
+    /// Whether reads rotate over every server of the pool (`distribution = "all"`).
+    pub fn reads_in_turn(&self) -> bool {
+        self.distribution == Distribution::All
     }
 
-    /// The route when no server is being repaired.
-    pub fn route(&self, request: &Request, buf: &[u8], rr: usize, out: &mut RouteBuf) -> Plan {
-        self.route_avoiding(request, buf, rr, out, &|_| false)
+    /// The pool's servers, by id, in the configuration's order.
+    pub fn ids(&self) -> &[usize] {
+        &self.ids
     }
 
     /// The route of `request`, whose reads stay off the servers `repairing` names (unless every
@@ -289,7 +289,13 @@ impl Router {
         self.ids[self.ring.primary(key)]
     }
 
-    fn read_server(&self, key: &[u8], rr: usize, scratch: &mut Vec<usize>, repairing: &dyn Fn(usize) -> bool) -> usize {
+    pub(crate) fn read_server(
+        &self,
+        key: &[u8],
+        rr: usize,
+        scratch: &mut Vec<usize>,
+        repairing: &dyn Fn(usize) -> bool,
+    ) -> usize {
         match self.read_from {
             ReadFrom::Primary => self.primary_avoiding(key, repairing, scratch),
             ReadFrom::AnyReplica => {
@@ -300,8 +306,23 @@ impl Router {
         }
     }
 
+    /// The server that reads one key of a multi-get whose keys span pools (`rr` already
+    /// advanced to the key): as a single-key read of the pool would choose it.
+    pub(crate) fn reader(
+        &self,
+        key: &[u8],
+        rr: usize,
+        scratch: &mut Vec<usize>,
+        repairing: &dyn Fn(usize) -> bool,
+    ) -> usize {
+        match self.distribution {
+            Distribution::All => self.in_turn(rr, repairing),
+            _ => self.read_server(key, rr, scratch, repairing),
+        }
+    }
+
     /// The server whose turn `rr` is, or the next one after it not being repaired.
-    fn in_turn(&self, rr: usize, repairing: &dyn Fn(usize) -> bool) -> usize {
+    pub(crate) fn in_turn(&self, rr: usize, repairing: &dyn Fn(usize) -> bool) -> usize {
         let n = self.servers;
         (0..n).map(|j| self.ids[(rr + j) % n]).find(|&s| !repairing(s)).unwrap_or(self.ids[rr % n])
     }
@@ -378,7 +399,7 @@ mod tests {
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: false,
-            write_policies: WritePolicies::default(),
+            write_policy: WritePolicy::All,
         };
         Router::new(&routing, &servers).unwrap()
     }
@@ -457,7 +478,7 @@ mod tests {
             replication: 2,
             read_from: ReadFrom::Primary,
             failover: false,
-            write_policies: WritePolicies::default(),
+            write_policy: WritePolicy::All,
         };
         let by_position = Router::new(&routing, &servers).unwrap();
         let by_id = Router::with_ids(&routing, &servers, vec![7, 3, 9]).unwrap();

@@ -104,10 +104,16 @@ impl Endpoint {
 pub struct Settings {
     /// The plain listener; `None` (`--listen none`): clients come through the TLS listener only.
     pub listen: Option<Endpoint>,
-    /// The servers, in their order (which breaks ties on the ring and numbers them in `stats`).
+    /// The default pool's servers, in their order (which breaks ties on the ring and numbers
+    /// them in `stats`).
     pub servers: Vec<Endpoint>,
     pub engine: EngineSettings,
+    /// The default pool's routing.
     pub routing: Routing,
+    /// The other pools (`[pools.NAME]`), in the order of their names.
+    pub pools: Vec<NamedPool>,
+    /// Key prefixes to pools and write policies (`[[routes]]`).
+    pub routes: Vec<PrefixRoute>,
     pub limits: ClientLimits,
     pub measurement: Measurement,
     /// How long a server may take (connect, write, reply) before the client gets SERVER_ERROR.
@@ -160,10 +166,28 @@ pub enum Distribution {
     Ketama,
 }
 
+impl Distribution {
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::All => "all",
+            Distribution::Ketama => "ketama",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFrom {
     Primary,
     AnyReplica,
+}
+
+impl ReadFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadFrom::Primary => "primary",
+            ReadFrom::AnyReplica => "any-replica",
+        }
+    }
 }
 
 /// When a keyed write counts as done ([`crate::upstream::repair_set`]).
@@ -205,27 +229,107 @@ impl FromStr for WritePolicy {
     }
 }
 
-/// The write policy of the keys that start with `prefix` (`--route PREFIX=POLICY`, a
-/// `[[routes]]` table in the file): the longest matching prefix wins, and keys no route matches
-/// take `--write-policy`.
+/// A route (`--route`, a `[[routes]]` table in the file): the keys that start with `prefix` go to
+/// `pool` (the default pool when none is named) under `write_policy` (the pool's when none is
+/// given). The longest matching prefix wins; keys no route matches go to the default pool under
+/// its write policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrefixRoute {
     pub prefix: Vec<u8>,
-    pub write_policy: WritePolicy,
+    pub pool: Option<String>,
+    pub write_policy: Option<WritePolicy>,
+}
+
+/// The longest prefix a route takes (a key is at most 250 bytes).
+const MAX_PREFIX: usize = 250;
+
+impl PrefixRoute {
+    /// A route from a table `{ prefix = "hot:", pool = "hot", write_policy = "majority" }` (the
+    /// `[[routes]]` form; `pool` and `write_policy` are each optional, one of them is needed).
+    pub fn from_table(table: &toml::Table) -> Result<PrefixRoute, String> {
+        if let Some(key) = table.keys().find(|k| !["prefix", "pool", "write_policy"].contains(&k.as_str())) {
+            return Err(format!("a route has an unknown key `{key}` (prefix, pool, write_policy)"));
+        }
+        let text = |key: &str| match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(format!("a route's `{key}` must be a string")),
+        };
+        let prefix = text("prefix")?.ok_or("a route needs a `prefix`")?;
+        let pool = text("pool")?;
+        let write_policy = text("write_policy")?.map(|p| p.parse()).transpose()?;
+        if pool.is_none() && write_policy.is_none() {
+            return Err(format!("the route `{prefix}` names neither a `pool` nor a `write_policy`"));
+        }
+        if let Some(pool) = &pool {
+            valid_pool_name(pool)?;
+        }
+        Ok(PrefixRoute { prefix: valid_prefix(&prefix)?, pool, write_policy })
+    }
+
+    /// The route as the inline table `--route` takes (what a `[[routes]]` table becomes).
+    pub fn to_inline(&self) -> String {
+        let mut parts = vec![format!("prefix = {}", toml::Value::from(String::from_utf8_lossy(&self.prefix).as_ref()))];
+        if let Some(pool) = &self.pool {
+            parts.push(format!("pool = {}", toml::Value::from(pool.as_str())));
+        }
+        if let Some(policy) = self.write_policy {
+            parts.push(format!("write_policy = \"{}\"", policy.name()));
+        }
+        format!("{{ {} }}", parts.join(", "))
+    }
+
+    /// How `stats` shows the route: `PREFIX -> POOL (POLICY)`.
+    pub fn describe(&self) -> String {
+        let prefix = String::from_utf8_lossy(&self.prefix);
+        let pool = self.pool.as_deref().unwrap_or(DEFAULT_POOL);
+        match self.write_policy {
+            Some(policy) => format!("{prefix} -> {pool} ({})", policy.name()),
+            None => format!("{prefix} -> {pool}"),
+        }
+    }
+}
+
+fn valid_prefix(prefix: &str) -> Result<Vec<u8>, String> {
+    if prefix.is_empty() || prefix.len() > MAX_PREFIX || prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!(
+            "a route's prefix must be 1 to {MAX_PREFIX} bytes with no spaces or control characters, not `{prefix}`"
+        ));
+    }
+    Ok(prefix.as_bytes().to_vec())
+}
+
+/// What the pool of the top-level `servers` is called (in routes, `stats` and metrics).
+pub const DEFAULT_POOL: &str = "default";
+
+/// A pool's name: a word of letters, digits, `_` and `-`, at most 64 bytes.
+pub fn valid_pool_name(name: &str) -> Result<(), String> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if name.is_empty() || name.len() > 64 || !name.bytes().all(word) {
+        return Err(format!("a pool's name is 1 to 64 letters, digits, `_` or `-`, not `{name}`"));
+    }
+    Ok(())
 }
 
 impl FromStr for PrefixRoute {
     type Err = String;
-    /// `PREFIX=POLICY`; the prefix may itself hold `=` (the last one separates).
+    /// `PREFIX=POLICY` (the prefix may itself hold `=`: the last one separates), or an inline
+    /// table `{ prefix = "hot:", pool = "hot" }`.
     fn from_str(text: &str) -> Result<Self, String> {
+        if text.trim_start().starts_with('{') {
+            let table: toml::Table = format!("route = {text}")
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|mut t| match t.remove("route") {
+                    Some(toml::Value::Table(table)) => Some(table),
+                    _ => None,
+                })
+                .ok_or_else(|| format!("a route table must be a TOML inline table, not `{text}`"))?;
+            return PrefixRoute::from_table(&table);
+        }
         let (prefix, policy) =
             text.rsplit_once('=').ok_or_else(|| format!("a route is PREFIX=POLICY, not `{text}`"))?;
-        if prefix.is_empty() || prefix.len() > 250 || prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            return Err(format!(
-                "a route's prefix must be 1 to 250 bytes with no spaces or control characters, not `{prefix}`"
-            ));
-        }
-        Ok(PrefixRoute { prefix: prefix.as_bytes().to_vec(), write_policy: policy.parse()? })
+        Ok(PrefixRoute { prefix: valid_prefix(prefix)?, pool: None, write_policy: Some(policy.parse()?) })
     }
 }
 
@@ -240,43 +344,25 @@ pub struct Routing {
     pub read_from: ReadFrom,
     /// Retry a failed read on the key's next replica (ketama only).
     pub failover: bool,
-    pub write_policies: WritePolicies,
+    /// When a keyed write of the pool counts as done, unless its route says otherwise.
+    pub write_policy: WritePolicy,
 }
 
 impl Routing {
     /// Whether a failed read is retried on another replica: asked for with ketama, and always
     /// under a write policy that repairs (a replica that cannot answer is expected there).
     pub fn fails_over(&self) -> bool {
-        (self.failover && self.distribution == Distribution::Ketama) || self.write_policies.repair()
+        (self.failover && self.distribution == Distribution::Ketama) || self.write_policy.repairs()
     }
 }
 
-/// The write policy of every key: per key prefix, and a default for keys no route names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WritePolicies {
-    pub default: WritePolicy,
-    pub routes: Vec<PrefixRoute>,
-}
-
-impl WritePolicies {
-    /// One policy for every key.
-    pub fn only(policy: WritePolicy) -> WritePolicies {
-        WritePolicies { default: policy, routes: Vec::new() }
-    }
-
-    /// Whether any key's policy repairs replicas (so the repair machinery is in use).
-    pub fn repair(&self) -> bool {
-        self.default.repairs() || self.routes.iter().any(|r| r.write_policy.repairs())
-    }
-
-    /// The policy of `key`: its longest matching route's, else the default.
-    pub fn of(&self, key: &[u8]) -> WritePolicy {
-        self.routes
-            .iter()
-            .filter(|r| key.starts_with(&r.prefix))
-            .max_by_key(|r| r.prefix.len())
-            .map_or(self.default, |r| r.write_policy)
-    }
+/// A pool of servers besides the default one (`[pools.NAME]` in the file, `--pool`): its own
+/// servers and its own placement, replication and write policy. Routes send key prefixes to it.
+#[derive(Debug, Clone)]
+pub struct NamedPool {
+    pub name: String,
+    pub servers: Vec<Endpoint>,
+    pub routing: Routing,
 }
 
 /// What one client may do.
@@ -347,6 +433,12 @@ impl Replication {
 }
 
 impl Settings {
+    /// Every server of every pool: the default pool's first, then each named pool's in order.
+    /// Server ids ([`crate::upstream::registry`]) are handed out in this order.
+    pub fn all_servers(&self) -> impl Iterator<Item = &Endpoint> {
+        self.servers.iter().chain(self.pools.iter().flat_map(|pool| pool.servers.iter()))
+    }
+
     /// The settings as `summary.json` reports them.
     pub fn describe(&self) -> Value {
         json!({
@@ -356,21 +448,27 @@ impl Settings {
             "workers": self.engine.workers,
             "threads": self.engine.threads,
             "sharded": self.routing.sharded,
-            "distribution": match self.routing.distribution {
-                Distribution::All => "all",
-                Distribution::Ketama => "ketama",
-            },
+            "distribution": self.routing.distribution.name(),
             "hash": self.routing.hash.to_string(),
             "replication": self.routing.replication,
-            "read_from": match self.routing.read_from {
-                ReadFrom::Primary => "primary",
-                ReadFrom::AnyReplica => "any-replica",
-            },
+            "read_from": self.routing.read_from.name(),
             "failover": self.routing.failover,
-            "write_policy": self.routing.write_policies.default.name(),
-            "routes": self.routing.write_policies.routes.iter().map(|r| json!({
+            "write_policy": self.routing.write_policy.name(),
+            "pools": self.pools.iter().map(|pool| json!({
+                "name": pool.name,
+                "servers": pool.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+                "sharded": pool.routing.sharded,
+                "distribution": pool.routing.distribution.name(),
+                "hash": pool.routing.hash.to_string(),
+                "replication": pool.routing.replication,
+                "read_from": pool.routing.read_from.name(),
+                "failover": pool.routing.failover,
+                "write_policy": pool.routing.write_policy.name(),
+            })).collect::<Vec<_>>(),
+            "routes": self.routes.iter().map(|r| json!({
                 "prefix": String::from_utf8_lossy(&r.prefix),
-                "write_policy": r.write_policy.name(),
+                "pool": r.pool.as_deref().unwrap_or(DEFAULT_POOL),
+                "write_policy": r.write_policy.map(WritePolicy::name),
             })).collect::<Vec<_>>(),
             "server_timeout_ms": self.server_timeout.as_millis() as u64,
             "down_after": self.health.down_after,
@@ -385,15 +483,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_longest_matching_route_chooses_the_write_policy() {
-        let routes = ["s:=majority", "s:strict:=all", "p=x=primary"].map(|r| r.parse::<PrefixRoute>().unwrap());
-        let policies = WritePolicies { default: WritePolicy::All, routes: routes.to_vec() };
-        assert_eq!(policies.of(b"s:1"), WritePolicy::Majority);
-        assert_eq!(policies.of(b"s:strict:1"), WritePolicy::All);
-        assert_eq!(policies.of(b"p=x1"), WritePolicy::Primary);
-        assert_eq!(policies.of(b"other"), WritePolicy::All);
-        assert!(policies.repair());
-        assert!(!WritePolicies::only(WritePolicy::All).repair());
+    fn routes_are_prefix_equals_policy_or_a_table() {
+        let plain: PrefixRoute = "p=x=primary".parse().unwrap();
+        assert_eq!(
+            (plain.prefix.as_slice(), plain.pool, plain.write_policy),
+            (&b"p=x"[..], None, Some(WritePolicy::Primary))
+        );
+        let table: PrefixRoute = r#"{ prefix = "hot:", pool = "hot" }"#.parse().unwrap();
+        assert_eq!(
+            (table.prefix.as_slice(), table.pool.as_deref(), table.write_policy),
+            (&b"hot:"[..], Some("hot"), None)
+        );
+        assert_eq!(table.to_inline().parse::<PrefixRoute>().unwrap(), table);
+        assert_eq!(table.describe(), "hot: -> hot");
     }
 
     #[test]
@@ -403,6 +505,10 @@ mod tests {
             ("=all", "1 to 250 bytes"),
             ("a b=all", "no spaces"),
             ("s:=most", "`all`, `majority` or `primary`"),
+            (r#"{ prefix = "a" }"#, "neither a `pool` nor a `write_policy`"),
+            (r#"{ prefix = "a", pool = "b c" }"#, "a pool's name"),
+            (r#"{ prefix = "a", pol = "b" }"#, "unknown key `pol`"),
+            ("{ prefix = ", "inline table"),
         ] {
             let error = route.parse::<PrefixRoute>().unwrap_err();
             assert!(error.contains(says), "{route}: {error}");

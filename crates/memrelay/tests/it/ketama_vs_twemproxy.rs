@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use memrelay::ketama::{KeyHash, Ring, RingServer};
 use memrelay::routing::Router;
-use memrelay::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies};
+use memrelay::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
 
 const NKEYS: usize = 2000;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -312,7 +312,7 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
         replication: 1,
         read_from: ReadFrom::Primary,
         failover: false,
-        write_policies: WritePolicies::default(),
+        write_policy: WritePolicy::All,
     };
     let router = Router::new(&routing, &endpoints).expect("router");
     let mut routed = Vec::new();

@@ -22,6 +22,7 @@ mod measurement;
 mod metrics_hostile;
 mod middleware;
 mod policy;
+mod pools;
 mod reload;
 mod replication;
 mod server_tls;

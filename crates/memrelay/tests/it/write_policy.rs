@@ -187,8 +187,8 @@ fn routes_choose_the_write_policy_per_key_prefix(engine: &str) {
     assert!(stored, "{}", relay.stderr());
     assert!(servers.iter().all(|s| s.get_raw("other").as_deref() == Some(b"b")));
     let mut stats = relay.client();
-    assert_eq!(stat_of(&mut stats, "route_0"), "s:=majority");
-    assert_eq!(stat_of(&mut stats, "route_1"), "s:strict:=all");
+    assert_eq!(stat_of(&mut stats, "route_0"), "s: -> default (majority)");
+    assert_eq!(stat_of(&mut stats, "route_1"), "s:strict: -> default (all)");
 }
 
 /// Keys overwritten while server 2 was stopped (SIGSTOP, so it keeps its old values), with
