@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use memrelay::settings::{
-    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, NamedPool, PrefixRoute, ReadFrom,
-    Replication, Routing, Settings, WritePolicy, DEFAULT_POOL,
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, GutterSettings, Measurement, NamedPool, PrefixRoute,
+    ReadFrom, Replication, Routing, Settings, WritePolicy, DEFAULT_POOL,
 };
 use memrelay::KeyHash;
 
@@ -91,6 +91,19 @@ pub struct Args {
     /// `[[routes]]` tables
     #[arg(long = "route", value_name = "PREFIX=POLICY|{ prefix, pool, write_policy }")]
     pub routes: Vec<PrefixRoute>,
+
+    /// The pool that stands in for a down or failing server of the default pool (mcrouter's
+    /// FailoverWithExptimeRoute): its requests go to this pool's server for the key instead, and
+    /// what is written there expires within --gutter-ttl. A route's `gutter` replaces it for the
+    /// route's keys
+    #[arg(long, value_name = "POOL")]
+    pub gutter: Option<String>,
+
+    /// Longest expiry, in seconds, of an item written to a gutter (an expiry of 0, never, gets
+    /// this); a route's `gutter_ttl` replaces it for the route's keys
+    #[arg(long, default_value_t = memrelay::settings::DEFAULT_GUTTER_TTL, value_name = "SECS",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(memrelay::settings::MAX_GUTTER_TTL)))]
+    pub gutter_ttl: u32,
 
     /// A pool of servers besides the default one (repeatable), a TOML inline table: `{ name =
     /// "hot", servers = ["HOST:PORT", ...], distribution = "ketama", hash = "md5", replication
@@ -344,7 +357,7 @@ impl Args {
             return Err("at most 1024 servers, over every pool".into());
         }
         for route in &self.routes {
-            if let Some(name) = &route.pool {
+            for name in route.pool.iter().chain(&route.gutter) {
                 if name != DEFAULT_POOL && !pools.iter().any(|p| &p.name == name) {
                     let known: Vec<&str> =
                         std::iter::once(DEFAULT_POOL).chain(pools.iter().map(|p| p.name.as_str())).collect();
@@ -386,6 +399,7 @@ impl Args {
             routing,
             pools,
             routes: self.routes,
+            gutter: self.gutter.map(|pool| GutterSettings { pool, ttl: self.gutter_ttl }),
             limits: ClientLimits {
                 max_clients: self.max_clients,
                 max_value_size: self.max_value_size,

@@ -121,7 +121,7 @@ fn route(argv: &[std::ffi::OsString]) -> ExitCode {
         Err(message) => return fail(&message),
     };
     let (op, key) = (asked[0].as_encoded_bytes(), asked[1].as_encoded_bytes());
-    match memrelay::routing::explain::servers_for(&router, op, key) {
+    match memrelay::routing::explain::servers_for(&router, op, key, &|_| false) {
         Ok(ids) => {
             for id in ids {
                 println!("{}", servers[id].address);

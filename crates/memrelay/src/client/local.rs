@@ -103,7 +103,9 @@ impl LocalAnswers {
     fn route_query(&self, key: &[u8], out: &mut Vec<u8>) {
         let generation = self.current.get();
         let text = match crate::routing::explain::query(key) {
-            Some((op, asked)) => match crate::routing::explain::servers_for(&generation.router, op, asked) {
+            Some((op, asked)) => match crate::routing::explain::servers_for(&generation.router, op, asked, &|s| {
+                self.health.is_down(s)
+            }) {
                 Ok(servers) => {
                     let addresses: Vec<String> = servers.iter().map(|&s| self.registry.endpoint(s).address).collect();
                     addresses.join("\r\n")
@@ -199,6 +201,7 @@ impl LocalAnswers {
         }
         compose::stat(out, "conn_yields", access::yields());
         // The byte budget per client (crate::client::budget).
+        compose::stat(out, "gutter_requests", crate::relay::gutter::diverted());
         compose::stat(out, "client_budget_pauses", crate::client::budget::pauses());
         compose::stat(out, "clients_cut_off", crate::client::budget::cut_off());
         compose::stat(out, "client_bytes_held", crate::client::budget::held());

@@ -122,6 +122,12 @@ impl Collector for Sources {
         )?;
         one_counter(
             &mut encoder,
+            "memrelay_gutter_requests",
+            "requests sent to a gutter pool because the server they would go to was down or failed them",
+            crate::relay::gutter::diverted(),
+        )?;
+        one_counter(
+            &mut encoder,
             "memrelay_client_budget_pauses",
             "times a client's requests stopped being read because it held more than its byte budget",
             crate::client::budget::pauses(),

@@ -92,6 +92,10 @@ pub(crate) struct Exchange {
     /// Bytes of the answer went to the client as they arrived ([`super::stream`]): the
     /// answer is the reply, there is no further round.
     streamed: bool,
+    /// Gutter servers stand in for down ones ([`super::gutter`]): the TTL their writes get,
+    /// and which targets they are.
+    gutter_ttl: Option<u32>,
+    gutter_servers: Vec<usize>,
 }
 
 impl Default for Exchange {
@@ -114,6 +118,8 @@ impl Default for Exchange {
             warming: None,
             replicas: Vec::new(),
             streamed: false,
+            gutter_ttl: None,
+            gutter_servers: Vec::new(),
         }
     }
 }
@@ -136,11 +142,14 @@ impl Exchange {
         self.reset(request, input, router, timeout);
         self.rr = rr;
         self.failover = failover && router.fails_over(&self.key);
-        let plan = if router.repairs() {
+        let mut plan = if router.repairs() {
             router.route_avoiding(request, input, rr, &mut self.route, &|s| servers.is_repairing(s))
         } else {
             router.route(request, input, rr, &mut self.route)
         };
+        if router.has_gutters() {
+            self.divert(request, input, router, &mut plan, servers);
+        }
         self.set_plan(plan);
         match plan {
             Plan::Local => Step::Local,
@@ -151,6 +160,64 @@ impl Exchange {
             }
             _ => self.send(0, now),
         }
+    }
+
+    /// Sends what `plan` would send to a down server to its key's gutter ([`Router::divert`]);
+    /// a keyed write under a repairing policy marks the down servers it no longer goes to, as
+    /// the gate would have.
+    fn divert(&mut self, request: &Request, input: &[u8], router: &Router, plan: &mut Plan, servers: &impl Servers) {
+        let replicas = matches!(plan, Plan::Replicate | Plan::PrimaryFirst) && self.keyed_write;
+        let before = if replicas { self.route.targets.clone() } else { Vec::new() };
+        let repairing = |s| servers.is_repairing(s);
+        let down = |s| servers.is_down(s);
+        let diverted = (&mut *plan, &mut self.route);
+        self.gutter_ttl = router.divert(request, input, diverted, &down, &repairing, &mut self.gutter_servers);
+        if self.gutter_ttl.is_none() {
+            return;
+        }
+        super::gutter::count();
+        if self.keyed_write && self.policy.repairs() {
+            for &server in before.iter().filter(|&&s| servers.is_down(s) && !self.route.targets.contains(&s)) {
+                servers.missed(server, &self.key);
+            }
+        }
+    }
+
+    /// A request of one server that failed there (refused, timed out, reset) goes to its key's
+    /// gutter once, as the last round; the failed server of a write under a repairing policy
+    /// is marked as the gate would have.
+    fn ask_the_gutter<'b>(
+        &mut self,
+        answer: &impl Fn(usize) -> Answer<'b>,
+        router: &Router,
+        servers: &impl Servers,
+        now: Instant,
+    ) -> Option<Step> {
+        let one_server = match self.plan {
+            Plan::Forward(_) => true,
+            Plan::Replicate | Plan::PrimaryFirst => self.keyed_write && self.route.targets.len() == 1,
+            Plan::Split | Plan::Local => false,
+        };
+        let failed = matches!(answer(0), Answer::Failed(f) if f != Failure::Repairing);
+        if !one_server || !failed || self.stage != Stage::Request || self.gutter_ttl.is_some() {
+            return None;
+        }
+        let gutter = router.gutter_of(&self.key)?;
+        let failed_server = self.route.targets[0];
+        let standing_in = router.gutter_server(gutter, &self.key, &|s| servers.is_repairing(s));
+        if self.keyed_write && self.policy.repairs() {
+            servers.missed(failed_server, &self.key);
+        }
+        if let Plan::Forward(_) = self.plan {
+            self.plan = Plan::Forward(standing_in);
+        }
+        self.route.targets[0] = standing_in;
+        self.gutter_ttl = Some(gutter.ttl);
+        self.gutter_servers.clear();
+        self.gutter_servers.push(standing_in);
+        self.round = Round::Last;
+        super::gutter::count();
+        Some(self.send(0, now))
     }
 
     /// A request of no client to one server (a warm read's write-back): one round, its answer
@@ -179,6 +246,8 @@ impl Exchange {
         self.warming = None;
         self.failover = false;
         self.streamed = false;
+        self.gutter_ttl = None;
+        self.gutter_servers.clear();
         self.key.clear();
         self.key.extend_from_slice(&placement_key(request, input));
         self.policy = router.write_policy_of(request, input);
@@ -220,6 +289,7 @@ impl Exchange {
             stage: self.stage,
             key_owner: &self.route.key_owner,
             touches: &self.route.touches,
+            gutter: self.gutter_ttl.map(|ttl| (ttl, &self.gutter_servers[..])),
         }
     }
 
@@ -303,6 +373,11 @@ impl Exchange {
                     self.route.targets[0] = next;
                     return self.send(0, now);
                 }
+            }
+        }
+        if router.has_gutters() {
+            if let Some(step) = self.ask_the_gutter(&answer, router, servers, now) {
+                return step;
             }
         }
         if win::applies(request, self.plan) {

@@ -4,6 +4,7 @@
 //! ([`failover_target`]). Pure functions: the engines only schedule the exchanges.
 
 pub(crate) mod exchange;
+pub mod gutter;
 pub(crate) mod merge;
 pub(crate) mod pick;
 pub(crate) mod reply;

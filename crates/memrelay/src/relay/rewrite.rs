@@ -39,6 +39,9 @@ pub(crate) struct Outgoing<'a> {
     /// For a split `gat`: the keys each server touches without answering them
     /// ([`crate::routing::RouteBuf::touches`]).
     pub touches: &'a [(usize, usize)],
+    /// The gutter's TTL and the gutter servers standing in for down ones: what they are sent
+    /// has its expiry capped ([`super::gutter`]).
+    pub gutter: Option<(u32, &'a [usize])>,
 }
 
 impl Outgoing<'_> {
@@ -46,6 +49,7 @@ impl Outgoing<'_> {
     pub fn compose_for(&self, server: usize, out: &mut Vec<u8>) {
         let request = self.request;
         let key = request.key(self.input);
+        let gutter_ttl = self.gutter.and_then(|(ttl, servers)| servers.contains(&server).then_some(ttl));
         if request.too_large.is_some() {
             match request.command {
                 Command::MetaSet => {
@@ -61,19 +65,22 @@ impl Outgoing<'_> {
         } else if self.plan == Plan::Split {
             let keys = request.keys(self.input).zip(self.key_owner).filter(|(_, &owner)| owner == server);
             let keys = keys.map(|(key, _)| key);
+            let exptime = gutter_ttl.map_or(request.exptime, |ttl| super::gutter::cap_now(request.exptime, ttl));
             match request.command {
                 c @ (Command::Gat | Command::Gats) if self.touches.is_empty() => {
-                    compose::retrieval_touching(out, c, request.exptime, keys)
+                    compose::retrieval_touching(out, c, exptime, keys)
                 }
                 c @ (Command::Gat | Command::Gats) => {
                     // The keys it answers first, in order, then the ones it only touches: the
                     // coalescing reads its answers at the front and never reaches the rest.
                     let all: Vec<&[u8]> = request.keys(self.input).collect();
                     let touched = self.touches.iter().filter(|&&(_, s)| s == server).map(|&(i, _)| all[i]);
-                    compose::retrieval_touching(out, c, request.exptime, keys.chain(touched))
+                    compose::retrieval_touching(out, c, exptime, keys.chain(touched))
                 }
                 c => compose::retrieval(out, c, keys),
             }
+        } else if let Some(ttl) = gutter_ttl {
+            super::gutter::compose(out, request, self.input, ttl);
         } else {
             compose::request(out, request, self.input, false);
         }
@@ -141,7 +148,8 @@ mod tests {
         let stage = if copying { Stage::Copies } else { Stage::Request };
         let Parse::Complete(request) = parse_request(line, &Limits::default()) else { panic!("{line:?}") };
         let mut out = Vec::new();
-        Outgoing { request: &request, input: line, plan, stage, key_owner, touches: &[] }.compose_for(server, &mut out);
+        Outgoing { request: &request, input: line, plan, stage, key_owner, touches: &[], gutter: None }
+            .compose_for(server, &mut out);
         out
     }
 
@@ -182,6 +190,7 @@ mod tests {
                 stage: Stage::Request,
                 key_owner: &owners,
                 touches: &touches,
+                gutter: None,
             }
             .compose_for(server, &mut out);
             out
@@ -212,6 +221,7 @@ mod tests {
                 stage: Stage::Request,
                 key_owner: &[],
                 touches: &[],
+                gutter: None,
             };
             outgoing.compose_for(0, &mut out);
             out

@@ -6,7 +6,9 @@
 //! over, the key's other replicas in turn.
 //!
 //! A read that rotates over every server of its pool (`distribution = "all"`) goes to the one
-//! whose turn it is; the answer lists the pool's servers from the first turn on.
+//! whose turn it is; the answer lists the pool's servers from the first turn on. Where the key
+//! has a gutter, its server there comes in place of the servers that are down, and last for a
+//! request of one server (it is asked when that server fails).
 
 use memrelay_protocol::{parse_request, Limits, Parse};
 
@@ -24,7 +26,7 @@ pub fn query(key: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// The servers (ids) a request of `op` for `key` would go to, in the order they would be asked;
 /// the error says why there are none (an unknown operation, a key memcached would refuse).
-pub fn servers_for(router: &Router, op: &[u8], key: &[u8]) -> Result<Vec<usize>, String> {
+pub fn servers_for(router: &Router, op: &[u8], key: &[u8], down: &dyn Fn(usize) -> bool) -> Result<Vec<usize>, String> {
     let key_text = String::from_utf8_lossy(key);
     let op_text = String::from_utf8_lossy(op).to_lowercase();
     let line = match op_text.as_str() {
@@ -47,7 +49,11 @@ pub fn servers_for(router: &Router, op: &[u8], key: &[u8]) -> Result<Vec<usize>,
         _ => return Err(format!("`{}` is not a key memcached takes", crate::shown(&key_text, 60))),
     };
     let mut out = RouteBuf::default();
-    let servers = match router.route(&request, line.as_bytes(), 0, &mut out) {
+    let mut plan = router.route(&request, line.as_bytes(), 0, &mut out);
+    let mut diverted = Vec::new();
+    let gutter_used = router.divert(&request, line.as_bytes(), (&mut plan, &mut out), down, &|_| false, &mut diverted);
+    let mut servers = match plan {
+        Plan::Forward(first) if gutter_used.is_some() => vec![first],
         Plan::Forward(first) => {
             let mut servers = vec![first];
             let mut replicas = Vec::new();
@@ -64,6 +70,9 @@ pub fn servers_for(router: &Router, op: &[u8], key: &[u8]) -> Result<Vec<usize>,
         Plan::Replicate | Plan::PrimaryFirst | Plan::Split => out.targets,
         Plan::Local => return Err(format!("memrelay answers `{op_text}` itself")),
     };
+    if let Some(gutter) = router.gutter_of(key).filter(|_| gutter_used.is_none() && servers.len() == 1) {
+        servers.push(router.gutter_server(gutter, key, &|_| false));
+    }
     Ok(servers)
 }
 
@@ -105,18 +114,19 @@ mod tests {
         };
         let route: PrefixRoute = r#"{ prefix = "hot:", pool = "hot" }"#.parse().unwrap();
         let default = routing(Distribution::Ketama, 2, true);
-        let router = Router::of_pools((&default, &servers), &[hot], &[route], &[0, 1, 2, 3, 4]).unwrap();
+        let router = Router::of_pools((&default, &servers), &[hot], (&[route], None), &[0, 1, 2, 3, 4]).unwrap();
+        let ask = |op: &[u8], key: &[u8]| servers_for(&router, op, key, &|_| false);
         let mut replicas = Vec::new();
         router.replicas(b"k", &mut replicas);
         assert_eq!(replicas.len(), 2);
-        assert_eq!(servers_for(&router, b"set", b"k").unwrap(), replicas);
-        assert_eq!(servers_for(&router, b"get", b"k").unwrap(), replicas);
-        assert_eq!(servers_for(&router, b"delete", b"k").unwrap(), replicas);
-        let mut hot_set = servers_for(&router, b"set", b"hot:1").unwrap();
+        assert_eq!(ask(b"set", b"k").unwrap(), replicas);
+        assert_eq!(ask(b"get", b"k").unwrap(), replicas);
+        assert_eq!(ask(b"delete", b"k").unwrap(), replicas);
+        let mut hot_set = ask(b"set", b"hot:1").unwrap();
         hot_set.sort_unstable();
         assert_eq!(hot_set, [3, 4]);
-        assert_eq!(servers_for(&router, b"get", b"hot:1").unwrap().len(), 2);
-        assert!(servers_for(&router, b"frob", b"k").unwrap_err().contains("unknown operation"));
-        assert!(servers_for(&router, b"get", b"two words").unwrap_err().contains("not a key"));
+        assert_eq!(ask(b"get", b"hot:1").unwrap().len(), 2);
+        assert!(ask(b"frob", b"k").unwrap_err().contains("unknown operation"));
+        assert!(ask(b"get", b"two words").unwrap_err().contains("not a key"));
     }
 }

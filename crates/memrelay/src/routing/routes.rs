@@ -9,11 +9,27 @@
 //!
 //! mcrouter's `PrefixSelectorRoute` and memcached's proxy's `routes{ map = ... }` route by the
 //! longest matching prefix the same way.
+//!
+//! A key may have a **gutter** ([`Gutter`]): [`Router::divert`] sends what would go to a server
+//! that is down to the gutter pool's server for the key instead (the primary of a write or a
+//! touching read, a read's server, each key of a split read on its own), and
+//! [`Router::gutter_server`] is where a request that failed on its server is asked again. One
+//! level only: what the gutter fails is the client's `SERVER_ERROR`.
 
 use memrelay_protocol::{Command, Request};
 
 use super::{local, placement_key, Plan, RouteBuf, ServerPool};
-use crate::settings::{Endpoint, NamedPool, PrefixRoute, Routing, Settings, WritePolicy, DEFAULT_POOL};
+use crate::settings::{
+    Endpoint, GutterSettings, NamedPool, PrefixRoute, Routing, Settings, WritePolicy, DEFAULT_GUTTER_TTL, DEFAULT_POOL,
+};
+
+/// A key's gutter: the pool that stands in for its server while that is down or failing, and
+/// the longest expiry of what is written there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gutter {
+    pub pool: usize,
+    pub ttl: u32,
+}
 
 #[derive(Debug)]
 pub struct Router {
@@ -27,6 +43,10 @@ pub struct Router {
     /// Every server of every pool, by id.
     all: Vec<usize>,
     repairs: bool,
+    /// The gutter of the default pool's keys (`--gutter`).
+    default_gutter: Option<Gutter>,
+    /// Whether any key has a gutter (else [`Router::divert`] has nothing to do).
+    gutters: bool,
 }
 
 #[derive(Debug)]
@@ -34,6 +54,7 @@ struct Route {
     prefix: Vec<u8>,
     pool: usize,
     write_policy: WritePolicy,
+    gutter: Option<Gutter>,
 }
 
 impl Router {
@@ -52,21 +73,28 @@ impl Router {
             routes: Vec::new(),
             described: Vec::new(),
             all: ids,
+            default_gutter: None,
+            gutters: false,
         })
     }
 
     /// The pools and routes of `settings`; `ids` are the stable ids of
     /// [`Settings::all_servers`], in that order. The error names the pool or route at fault.
     pub fn build(settings: &Settings, ids: &[usize]) -> Result<Router, String> {
-        Router::of_pools((&settings.routing, &settings.servers), &settings.pools, &settings.routes, ids)
+        Router::of_pools(
+            (&settings.routing, &settings.servers),
+            &settings.pools,
+            (&settings.routes, settings.gutter.as_ref()),
+            ids,
+        )
     }
 
     /// [`Router::build`] from the parts of the settings it reads: the default pool, the named
-    /// pools, the routes.
+    /// pools, the routes and the default pool's gutter.
     pub fn of_pools(
         (routing, servers): (&Routing, &[Endpoint]),
         named: &[NamedPool],
-        settings_routes: &[PrefixRoute],
+        (settings_routes, default_gutter): (&[PrefixRoute], Option<&GutterSettings>),
         ids: &[usize],
     ) -> Result<Router, String> {
         let count = servers.len() + named.iter().map(|p| p.servers.len()).sum::<usize>();
@@ -97,13 +125,36 @@ impl Router {
                 return Err(format!("two routes have the prefix `{}`", String::from_utf8_lossy(&route.prefix)));
             }
             let write_policy = route.write_policy.unwrap_or(pools[pool].write_policy());
-            routes.push(Route { prefix: route.prefix.clone(), pool, write_policy });
+            let prefix = String::from_utf8_lossy(&route.prefix);
+            let gutter = match &route.gutter {
+                Some(name) => {
+                    let ttl = route.gutter_ttl.or(default_gutter.map(|g| g.ttl)).unwrap_or(DEFAULT_GUTTER_TTL);
+                    Some(gutter(&names, name, ttl, pool).map_err(|e| format!("the route `{prefix}`: {e}"))?)
+                }
+                None => None,
+            };
+            routes.push(Route { prefix: route.prefix.clone(), pool, write_policy, gutter });
         }
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
+        let default_gutter = match default_gutter {
+            Some(settings) => {
+                Some(gutter(&names, &settings.pool, settings.ttl, 0).map_err(|e| format!("--gutter: {e}"))?)
+            }
+            None => None,
+        };
+        // One level of gutter: a key sent to a gutter is never sent on to another.
+        if let (Some(_), Some(route)) = (default_gutter, routes.iter().find(|r| r.gutter.is_some_and(|g| g.pool == 0)))
+        {
+            return Err(format!(
+                "the route `{}` has the default pool as its gutter, which has a gutter itself (--gutter): a gutter is one level",
+                String::from_utf8_lossy(&route.prefix)
+            ));
+        }
+        let gutters = default_gutter.is_some() || routes.iter().any(|r| r.gutter.is_some());
         let repairs =
             pools.iter().any(|p| p.write_policy().repairs()) || routes.iter().any(|r| r.write_policy.repairs());
         let described = settings_routes.iter().map(PrefixRoute::describe).collect();
-        Ok(Router { pools, names, routes, described, all: ids.to_vec(), repairs })
+        Ok(Router { pools, names, routes, described, all: ids.to_vec(), repairs, default_gutter, gutters })
     }
 
     /// Whether any key's write policy repairs replicas: then reads avoid the servers being
@@ -134,10 +185,115 @@ impl Router {
 
     /// The pool of `key` (its index in [`Router::pool_names`]) and its write policy.
     pub fn pool_of(&self, key: &[u8]) -> (usize, WritePolicy) {
-        match self.routes.iter().find(|r| key.starts_with(&r.prefix)) {
+        match self.route_of(key) {
             Some(route) => (route.pool, route.write_policy),
             None => (0, self.pools[0].write_policy()),
         }
+    }
+
+    fn route_of(&self, key: &[u8]) -> Option<&Route> {
+        self.routes.iter().find(|r| key.starts_with(&r.prefix))
+    }
+
+    /// Whether any key has a gutter.
+    pub fn has_gutters(&self) -> bool {
+        self.gutters
+    }
+
+    /// The gutter of `key`: its route's, else (its route keeps it in the default pool, or it
+    /// has none) the default pool's.
+    pub fn gutter_of(&self, key: &[u8]) -> Option<Gutter> {
+        match self.route_of(key) {
+            Some(route) if route.gutter.is_some() => route.gutter,
+            Some(route) if route.pool != 0 => None,
+            _ => self.default_gutter,
+        }
+    }
+
+    /// The gutter pool's server for `key`: its primary there (the one every memrelay with the
+    /// same configuration picks, so a read finds what a write left).
+    pub fn gutter_server(&self, gutter: Gutter, key: &[u8], repairing: &dyn Fn(usize) -> bool) -> usize {
+        let mut scratch = Vec::new();
+        self.pools[gutter.pool].primary_avoiding(key, repairing, &mut scratch)
+    }
+
+    /// Sends to the gutter what `plan` would send to a server `down` names, for keys that have
+    /// one: a forward's server, a write's replicas that are down (each once), the primary of a
+    /// request it must answer first (copies to a down replica stay, and fail at the gate), the
+    /// keys of a split read whose server is down (the touches of a down server dropped). The
+    /// gutter servers used go to `diverted`; returns the shortest `gutter_ttl` among the keys
+    /// diverted, None when nothing was.
+    pub fn divert(
+        &self,
+        request: &Request,
+        buf: &[u8],
+        (plan, out): (&mut Plan, &mut RouteBuf),
+        down: &dyn Fn(usize) -> bool,
+        repairing: &dyn Fn(usize) -> bool,
+        diverted: &mut Vec<usize>,
+    ) -> Option<u32> {
+        diverted.clear();
+        let mut ttl: Option<u32> = None;
+        let mut take = |gutter: Gutter, key: &[u8], diverted: &mut Vec<usize>| {
+            ttl = Some(ttl.map_or(gutter.ttl, |t| t.min(gutter.ttl)));
+            let server = self.gutter_server(gutter, key, repairing);
+            if !diverted.contains(&server) {
+                diverted.push(server);
+            }
+            server
+        };
+        match plan {
+            Plan::Local => {}
+            Plan::Forward(server) => {
+                let key = placement_key(request, buf);
+                if let Some(gutter) = self.gutter_of(&key).filter(|_| down(*server)) {
+                    *plan = Plan::Forward(take(gutter, &key, diverted));
+                }
+            }
+            Plan::Replicate if request.key_count > 0 && request.command != Command::Stats => {
+                let key = placement_key(request, buf);
+                if let Some(gutter) = self.gutter_of(&key).filter(|_| out.targets.iter().any(|&s| down(s))) {
+                    let standing_in = take(gutter, &key, diverted);
+                    for target in out.targets.iter_mut().filter(|s| down(**s)) {
+                        *target = standing_in;
+                    }
+                    dedup_in_order(&mut out.targets);
+                }
+            }
+            Plan::Replicate => {}
+            Plan::PrimaryFirst => {
+                let key = placement_key(request, buf);
+                if let Some(gutter) = self.gutter_of(&key).filter(|_| down(out.targets[0])) {
+                    out.targets[0] = take(gutter, &key, diverted);
+                    dedup_in_order(&mut out.targets);
+                }
+            }
+            Plan::Split => {
+                let mut changed = false;
+                for (i, key) in request.keys(buf).enumerate() {
+                    let owner = out.key_owner[i];
+                    if let Some(gutter) = self.gutter_of(key).filter(|_| down(owner)) {
+                        out.key_owner[i] = take(gutter, key, diverted);
+                        changed = true;
+                    }
+                }
+                if changed {
+                    out.touches.retain(|&(_, s)| !down(s));
+                    out.targets.clear();
+                    let servers = out.key_owner.iter().chain(out.touches.iter().map(|(_, s)| s));
+                    for &server in servers {
+                        if !out.targets.contains(&server) {
+                            out.targets.push(server);
+                        }
+                    }
+                    let first = out.key_owner[0];
+                    if out.touches.is_empty() && out.key_owner.iter().all(|&s| s == first) {
+                        *plan = Plan::Forward(first);
+                    }
+                }
+            }
+        }
+        ttl
     }
 
     fn pool(&self, key: &[u8]) -> &ServerPool {
@@ -265,6 +421,28 @@ impl Router {
     }
 }
 
+/// Drops the later repeats of each server, keeping the order of first appearance.
+fn dedup_in_order(servers: &mut Vec<usize>) {
+    let mut seen = Vec::with_capacity(servers.len());
+    servers.retain(|&s| {
+        let first = !seen.contains(&s);
+        seen.push(s);
+        first
+    });
+}
+
+/// The gutter named `name` for the keys of pool `own`, with `ttl`; the error says why not.
+fn gutter(names: &[String], name: &str, ttl: u32, own: usize) -> Result<Gutter, String> {
+    let pool = names
+        .iter()
+        .position(|n| n == name)
+        .ok_or_else(|| format!("the gutter `{name}` is not a configured pool (pools: {})", names.join(", ")))?;
+    if pool == own {
+        return Err(format!("the gutter `{name}` is the pool the keys live in: a gutter must be another pool"));
+    }
+    Ok(Gutter { pool, ttl })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,7 +480,8 @@ mod tests {
             },
         ];
         let default = routing(Distribution::Ketama, 1, WritePolicy::All);
-        Router::of_pools((&default, &servers(1..4)), &pools, &settings_routes, &(0..7).collect::<Vec<_>>()).unwrap()
+        Router::of_pools((&default, &servers(1..4)), &pools, (&settings_routes, None), &(0..7).collect::<Vec<_>>())
+            .unwrap()
     }
 
     fn route(router: &Router, line: &str, rr: usize) -> (Plan, RouteBuf) {
@@ -406,11 +585,114 @@ mod tests {
         let servers: Vec<Endpoint> = (1..3).map(Endpoint::local).collect();
         let base = routing(Distribution::Ketama, 1, WritePolicy::All);
         let unknown: PrefixRoute = r#"{ prefix = "a", pool = "nope" }"#.parse().unwrap();
-        let error = Router::of_pools((&base, &servers), &[], &[unknown], &[0, 1]).unwrap_err();
+        let error = Router::of_pools((&base, &servers), &[], (&[unknown], None), &[0, 1]).unwrap_err();
         assert!(error.contains("`nope`, which is not configured (pools: default)"), "{error}");
         let twice: Vec<PrefixRoute> = vec!["a=all".parse().unwrap(), "a=majority".parse().unwrap()];
-        let error = Router::of_pools((&base, &servers), &[], &twice, &[0, 1]).unwrap_err();
+        let error = Router::of_pools((&base, &servers), &[], (&twice, None), &[0, 1]).unwrap_err();
         assert!(error.contains("two routes have the prefix `a`"), "{error}");
+    }
+
+    /// [`router`]'s pools with `hot` as the default pool's gutter (TTL 5 s); `s:` has none.
+    fn guttered() -> Router {
+        let servers = |ports: std::ops::Range<u16>| ports.map(Endpoint::local).collect::<Vec<_>>();
+        let pools = vec![
+            NamedPool {
+                name: "hot".into(),
+                servers: servers(4..6),
+                routing: routing(Distribution::All, 1, WritePolicy::All),
+            },
+            NamedPool {
+                name: "sessions".into(),
+                servers: servers(6..8),
+                routing: routing(Distribution::Ketama, 1, WritePolicy::All),
+            },
+        ];
+        let routes: Vec<PrefixRoute> = vec![r#"{ prefix = "s:", pool = "sessions" }"#.parse().unwrap()];
+        let gutter = GutterSettings { pool: "hot".into(), ttl: 5 };
+        let default = routing(Distribution::Ketama, 1, WritePolicy::All);
+        Router::of_pools((&default, &servers(1..4)), &pools, (&routes, Some(&gutter)), &(0..7).collect::<Vec<_>>())
+            .unwrap()
+    }
+
+    fn diverted(router: &Router, line: &str, down: &[usize]) -> (Plan, RouteBuf, Option<u32>, Vec<usize>) {
+        let (mut plan, mut out) = route(router, line, 0);
+        let mut standing_in = Vec::new();
+        let bytes = line.as_bytes();
+        let Parse::Complete(request) = parse_request(bytes, &Limits::default()) else { panic!() };
+        let ttl =
+            router.divert(&request, bytes, (&mut plan, &mut out), &|s| down.contains(&s), &|_| false, &mut standing_in);
+        (plan, out, ttl, standing_in)
+    }
+
+    #[test]
+    fn a_down_servers_requests_go_to_the_gutter_server_of_their_key() {
+        let r = guttered();
+        assert_eq!(r.gutter_of(b"k"), Some(Gutter { pool: 1, ttl: 5 }));
+        assert_eq!(r.gutter_of(b"s:1"), None);
+        for i in 0..50 {
+            let key = format!("k{i}");
+            let (Plan::Replicate, out) = route(&r, &format!("set {key} 0 0 1\r\nx\r\n"), 0) else { panic!() };
+            let server = out.targets[0];
+            // Up: nothing moves.
+            let (_, out, ttl, _) = diverted(&r, &format!("set {key} 0 0 1\r\nx\r\n"), &[]);
+            assert_eq!((out.targets.clone(), ttl), (vec![server], None));
+            // Down: the write, the read, the delete and the touch all go to one gutter server.
+            let (plan, out, ttl, standing_in) = diverted(&r, &format!("set {key} 0 0 1\r\nx\r\n"), &[server]);
+            assert_eq!((plan, ttl), (Plan::Replicate, Some(5)));
+            let gutter = out.targets[0];
+            assert!(out.targets == [gutter] && standing_in == [gutter] && [3, 4].contains(&gutter));
+            assert_eq!(gutter, r.gutter_server(Gutter { pool: 1, ttl: 5 }, key.as_bytes(), &|_| false));
+            for line in [format!("get {key}\r\n"), format!("mg {key} v\r\n")] {
+                assert_eq!(diverted(&r, &line, &[server]).0, Plan::Forward(gutter), "{line}");
+            }
+            for line in [format!("delete {key}\r\n"), format!("touch {key} 9\r\n")] {
+                assert_eq!(diverted(&r, &line, &[server]).1.targets, [gutter], "{line}");
+            }
+        }
+        // A key without a gutter stays where it is, down or not.
+        let (Plan::Forward(s), _) = route(&r, "get s:1\r\n", 0) else { panic!() };
+        assert_eq!(diverted(&r, "get s:1\r\n", &[s]).0, Plan::Forward(s));
+    }
+
+    #[test]
+    fn a_split_read_sends_only_the_down_servers_keys_to_the_gutter() {
+        let r = guttered();
+        let keys: Vec<String> = (0..12).map(|i| format!("k{i}")).collect();
+        let line = format!("get {}\r\n", keys.join(" "));
+        let (_, before) = route(&r, &line, 0);
+        let down = before.key_owner[0];
+        let (plan, after, ttl, _) = diverted(&r, &line, &[down]);
+        assert_eq!((plan, ttl), (Plan::Split, Some(5)));
+        for (i, key) in keys.iter().enumerate() {
+            if before.key_owner[i] == down {
+                let gutter = r.gutter_server(Gutter { pool: 1, ttl: 5 }, key.as_bytes(), &|_| false);
+                assert_eq!(after.key_owner[i], gutter, "{key}");
+            } else {
+                assert_eq!(after.key_owner[i], before.key_owner[i], "{key}");
+            }
+        }
+        assert!(!after.targets.contains(&down));
+    }
+
+    #[test]
+    fn a_gutter_must_be_another_pool_and_one_level() {
+        let servers = |ports: std::ops::Range<u16>| ports.map(Endpoint::local).collect::<Vec<_>>();
+        let base = routing(Distribution::Ketama, 1, WritePolicy::All);
+        let pools = vec![NamedPool { name: "g".into(), servers: servers(4..5), routing: base.clone() }];
+        let build = |routes: &[&str], gutter: Option<&str>| {
+            let routes: Vec<PrefixRoute> = routes.iter().map(|r| r.parse().unwrap()).collect();
+            let gutter = gutter.map(|pool| GutterSettings { pool: pool.into(), ttl: 5 });
+            Router::of_pools((&base, &servers(1..3)), &pools, (&routes, gutter.as_ref()), &[0, 1, 2]).map(|_| ())
+        };
+        assert!(build(&[], Some("g")).is_ok());
+        assert!(build(&[], Some("default"))
+            .unwrap_err()
+            .contains("--gutter: the gutter `default` is the pool the keys live in"));
+        assert!(build(&[], Some("nope")).unwrap_err().contains("the gutter `nope` is not a configured pool"));
+        let own = build(&[r#"{ prefix = "x", pool = "g", gutter = "g" }"#], None).unwrap_err();
+        assert!(own.contains("the route `x`: the gutter `g` is the pool the keys live in"), "{own}");
+        let chain = build(&[r#"{ prefix = "x", pool = "g", gutter = "default" }"#], Some("g")).unwrap_err();
+        assert!(chain.contains("a gutter is one level"), "{chain}");
     }
 
     fn sorted(servers: &[usize]) -> Vec<usize> {

@@ -114,6 +114,9 @@ pub struct Settings {
     pub pools: Vec<NamedPool>,
     /// Key prefixes to pools and write policies (`[[routes]]`).
     pub routes: Vec<PrefixRoute>,
+    /// The gutter of the default pool's keys (`--gutter`, `--gutter-ttl`); a route's own
+    /// `gutter` replaces it for its keys.
+    pub gutter: Option<GutterSettings>,
     pub limits: ClientLimits,
     pub measurement: Measurement,
     /// How long a server may take (connect, write, reply) before the client gets SERVER_ERROR.
@@ -238,7 +241,28 @@ pub struct PrefixRoute {
     pub prefix: Vec<u8>,
     pub pool: Option<String>,
     pub write_policy: Option<WritePolicy>,
+    /// The pool that takes the route's requests while the server they would go to is down or
+    /// fails them ([`Gutter`]); none: the default pool's keys keep `--gutter`.
+    pub gutter: Option<String>,
+    /// Longest expiry of an item written to the gutter (else `--gutter-ttl`).
+    pub gutter_ttl: Option<u32>,
 }
+
+/// A gutter (mcrouter's `FailoverWithExptimeRoute`, the gutter pool of Facebook's memcache
+/// paper): while the server a key's request would go to is down, refuses the connection or
+/// times out, the request goes to the gutter pool's server for the key instead, and what it
+/// writes there expires within `ttl` seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GutterSettings {
+    pub pool: String,
+    pub ttl: u32,
+}
+
+/// `--gutter-ttl`'s default: items written to a gutter live 10 seconds at most.
+pub const DEFAULT_GUTTER_TTL: u32 = 10;
+
+/// The longest `gutter_ttl`: 30 days, past which memcached reads an expiry as a point in time.
+pub const MAX_GUTTER_TTL: u32 = 30 * 24 * 3600;
 
 /// The longest prefix a route takes (a key is at most 250 bytes).
 const MAX_PREFIX: usize = 250;
@@ -247,8 +271,9 @@ impl PrefixRoute {
     /// A route from a table `{ prefix = "hot:", pool = "hot", write_policy = "majority" }` (the
     /// `[[routes]]` form; `pool` and `write_policy` are each optional, one of them is needed).
     pub fn from_table(table: &toml::Table) -> Result<PrefixRoute, String> {
-        if let Some(key) = table.keys().find(|k| !["prefix", "pool", "write_policy"].contains(&k.as_str())) {
-            return Err(format!("a route has an unknown key `{key}` (prefix, pool, write_policy)"));
+        const KEYS: [&str; 5] = ["prefix", "pool", "write_policy", "gutter", "gutter_ttl"];
+        if let Some(key) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(format!("a route has an unknown key `{key}` ({})", KEYS.join(", ")));
         }
         let text = |key: &str| match table.get(key) {
             None => Ok(None),
@@ -258,13 +283,24 @@ impl PrefixRoute {
         let prefix = text("prefix")?.ok_or("a route needs a `prefix`")?;
         let pool = text("pool")?;
         let write_policy = text("write_policy")?.map(|p| p.parse()).transpose()?;
-        if pool.is_none() && write_policy.is_none() {
-            return Err(format!("the route `{prefix}` names neither a `pool` nor a `write_policy`"));
+        let gutter = text("gutter")?;
+        let gutter_ttl = match table.get("gutter_ttl") {
+            None => None,
+            Some(toml::Value::Integer(n)) if (1..=MAX_GUTTER_TTL as i64).contains(n) => Some(*n as u32),
+            Some(_) => {
+                return Err(format!("the route `{prefix}`: `gutter_ttl` is whole seconds from 1 to {MAX_GUTTER_TTL}"))
+            }
+        };
+        if pool.is_none() && write_policy.is_none() && gutter.is_none() {
+            return Err(format!("the route `{prefix}` names neither a `pool` nor a `write_policy` nor a `gutter`"));
         }
-        if let Some(pool) = &pool {
-            valid_pool_name(pool)?;
+        if gutter_ttl.is_some() && gutter.is_none() {
+            return Err(format!("the route `{prefix}` has a `gutter_ttl` but no `gutter`"));
         }
-        Ok(PrefixRoute { prefix: valid_prefix(&prefix)?, pool, write_policy })
+        for name in pool.iter().chain(&gutter) {
+            valid_pool_name(name)?;
+        }
+        Ok(PrefixRoute { prefix: valid_prefix(&prefix)?, pool, write_policy, gutter, gutter_ttl })
     }
 
     /// The route as the inline table `--route` takes (what a `[[routes]]` table becomes).
@@ -276,6 +312,12 @@ impl PrefixRoute {
         if let Some(policy) = self.write_policy {
             parts.push(format!("write_policy = \"{}\"", policy.name()));
         }
+        if let Some(gutter) = &self.gutter {
+            parts.push(format!("gutter = {}", toml::Value::from(gutter.as_str())));
+        }
+        if let Some(ttl) = self.gutter_ttl {
+            parts.push(format!("gutter_ttl = {ttl}"));
+        }
         format!("{{ {} }}", parts.join(", "))
     }
 
@@ -283,10 +325,17 @@ impl PrefixRoute {
     pub fn describe(&self) -> String {
         let prefix = String::from_utf8_lossy(&self.prefix);
         let pool = self.pool.as_deref().unwrap_or(DEFAULT_POOL);
-        match self.write_policy {
-            Some(policy) => format!("{prefix} -> {pool} ({})", policy.name()),
-            None => format!("{prefix} -> {pool}"),
+        let mut text = format!("{prefix} -> {pool}");
+        if let Some(policy) = self.write_policy {
+            text.push_str(&format!(" ({})", policy.name()));
         }
+        if let Some(gutter) = &self.gutter {
+            text.push_str(&format!(", gutter {gutter}"));
+            if let Some(ttl) = self.gutter_ttl {
+                text.push_str(&format!(" ({ttl} s)"));
+            }
+        }
+        text
     }
 }
 
@@ -329,7 +378,13 @@ impl FromStr for PrefixRoute {
         }
         let (prefix, policy) =
             text.rsplit_once('=').ok_or_else(|| format!("a route is PREFIX=POLICY, not `{text}`"))?;
-        Ok(PrefixRoute { prefix: valid_prefix(prefix)?, pool: None, write_policy: Some(policy.parse()?) })
+        Ok(PrefixRoute {
+            prefix: valid_prefix(prefix)?,
+            pool: None,
+            write_policy: Some(policy.parse()?),
+            gutter: None,
+            gutter_ttl: None,
+        })
     }
 }
 
@@ -469,7 +524,10 @@ impl Settings {
                 "prefix": String::from_utf8_lossy(&r.prefix),
                 "pool": r.pool.as_deref().unwrap_or(DEFAULT_POOL),
                 "write_policy": r.write_policy.map(WritePolicy::name),
+                "gutter": r.gutter,
+                "gutter_ttl": r.gutter_ttl,
             })).collect::<Vec<_>>(),
+            "gutter": self.gutter.as_ref().map(|g| json!({"pool": g.pool, "ttl": g.ttl})),
             "server_timeout_ms": self.server_timeout.as_millis() as u64,
             "down_after": self.health.down_after,
             "stats_window_s": self.measurement.window.as_secs_f64(),
@@ -505,7 +563,9 @@ mod tests {
             ("=all", "1 to 250 bytes"),
             ("a b=all", "no spaces"),
             ("s:=most", "`all`, `majority` or `primary`"),
-            (r#"{ prefix = "a" }"#, "neither a `pool` nor a `write_policy`"),
+            (r#"{ prefix = "a" }"#, "neither a `pool` nor a `write_policy` nor a `gutter`"),
+            (r#"{ prefix = "a", pool = "p", gutter_ttl = 5 }"#, "a `gutter_ttl` but no `gutter`"),
+            (r#"{ prefix = "a", gutter = "g", gutter_ttl = 0 }"#, "whole seconds from 1"),
             (r#"{ prefix = "a", pool = "b c" }"#, "a pool's name"),
             (r#"{ prefix = "a", pol = "b" }"#, "unknown key `pol`"),
             ("{ prefix = ", "inline table"),

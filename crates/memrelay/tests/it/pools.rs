@@ -13,7 +13,11 @@ use std::time::Duration;
 
 use crate::common::*;
 
-engine_matrix!(prefixes_go_to_their_pools_and_a_multiget_over_pools_answers_in_key_order, a_sighup_moves_a_prefix);
+engine_matrix!(
+    prefixes_go_to_their_pools_and_a_multiget_over_pools_answers_in_key_order,
+    a_sighup_moves_a_prefix,
+    a_dead_servers_keys_are_served_from_the_gutter_with_a_capped_expiry
+);
 
 /// Default pool: `a`, `b` on ketama (one copy). `hot`: `c`, `d`, every key on both. `sessions`:
 /// `e` alone. `hot:` and `s:` route to them; `moving:` goes where `moving` says.
@@ -144,6 +148,73 @@ fn a_sighup_moves_a_prefix(engine: &str) {
     // The prefix's keys are read from its new pool: the one written before is not there.
     assert!(client.get("moving:1").is_empty());
     assert_eq!(client.get("moving:2"), [("moving:2".to_string(), b"after".to_vec())]);
+}
+
+/// The remaining seconds memcached gives `key` (`mg <key> t`: -1 for never), asked directly.
+fn ttl_on(server: &Memcached, key: &str) -> Option<i64> {
+    let line = server.client().line(format!("mg {key} t\r\n").as_bytes());
+    line.trim_end().strip_prefix("HD t").map(|t| t.parse().expect("a ttl"))
+}
+
+/// The default pool (`a`, `b`, one copy each on ketama) has `gutter` as its gutter (TTL 30 s).
+/// `a` is SIGKILLed: its keys' writes, reads and deletes go to the gutter's server, what is
+/// written there expires within 30 s (read on the gutter's memcached), no client sees
+/// `SERVER_ERROR`, and `b`'s keys stay on `b`.
+fn a_dead_servers_keys_are_served_from_the_gutter_with_a_capped_expiry(engine: &str) {
+    let mut servers: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let [a, b, g] = [0, 1, 2].map(|i| servers[i].addr());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memrelay.toml");
+    let text = format!(
+        "servers = [\"{a}\", \"{b}\"]\ndistribution = \"ketama\"\nserver_timeout_ms = 1000\ngutter = \"gutter\"\n\
+         gutter_ttl = 30\n\n[pools.gutter]\nservers = [\"{g}\"]\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let relay = Memrelay::start_addrs(engine, &[], &["--config", path.to_str().unwrap()]);
+    let mut client = relay.client();
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    for key in &keys {
+        assert_eq!(client.set(key, b"before"), "STORED\r\n");
+    }
+    let on_a: Vec<&String> = keys.iter().filter(|k| servers[0].get_raw(k).is_some()).collect();
+    let on_b: Vec<&String> = keys.iter().filter(|k| servers[1].get_raw(k).is_some()).collect();
+    assert!(!on_a.is_empty() && !on_b.is_empty() && on_a.len() + on_b.len() == keys.len());
+    // While a is up, a request of one of its keys would go to the gutter only if a failed it.
+    let route = asked_route(&mut client, "set", on_a[0]);
+    assert_eq!(route, [a.clone(), g.clone()]);
+
+    servers[0].kill();
+    for key in &on_a {
+        // Refused by the dead server, asked again of the gutter: stored, with no expiry given.
+        assert_eq!(client.set(key, b"during"), "STORED\r\n", "{key}: {}", relay.stderr());
+        let ttl = ttl_on(&servers[2], key).unwrap_or_else(|| panic!("{key} is not on the gutter"));
+        assert!((1..=30).contains(&ttl), "{key}: ttl {ttl} on the gutter");
+        assert_eq!(client.get(key), [(key.to_string(), b"during".to_vec())]);
+    }
+    // A longer expiry is capped too; a shorter one stays.
+    assert_eq!(client.line(format!("set {} 0 3600 1\r\nx\r\n", on_a[0]).as_bytes()), "STORED\r\n");
+    assert!(ttl_on(&servers[2], on_a[0]).is_some_and(|t| (1..=30).contains(&t)));
+    assert_eq!(client.line(format!("set {} 0 5 1\r\nx\r\n", on_a[0]).as_bytes()), "STORED\r\n");
+    assert!(ttl_on(&servers[2], on_a[0]).is_some_and(|t| (1..=5).contains(&t)));
+    // A delete of the dead server's key reaches the gutter.
+    assert_eq!(client.line(format!("delete {}\r\n", on_a[1]).as_bytes()), "DELETED\r\n");
+    assert!(servers[2].get_raw(on_a[1]).is_none());
+    // b's keys never left b.
+    for key in &on_b {
+        assert_eq!(client.get(key), [(key.to_string(), b"before".to_vec())]);
+        assert!(servers[2].get_raw(key).is_none(), "{key} went to the gutter");
+    }
+    // A multi-get over both servers: a's keys from the gutter, b's from b, in key order.
+    let asked = [on_b[0].as_str(), on_a[2].as_str(), on_b[1].as_str()];
+    let got = client.get(&asked.join(" "));
+    let names: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, asked);
+    let counted: u64 = stat_of(&mut client, "gutter_requests").parse().unwrap();
+    assert!(counted >= on_a.len() as u64, "{counted}");
+    // Once a is known to be down, memrelay names the gutter as where its keys go.
+    let down = || stat_of(&mut relay.client(), "server_0_state") == "down";
+    assert!(wait_for(Duration::from_secs(10), down), "a is not down: {}", relay.stderr());
+    assert_eq!(asked_route(&mut client, "set", on_a[0]), [g]);
 }
 
 #[test]
