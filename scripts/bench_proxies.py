@@ -12,6 +12,7 @@ servers' counters must show that the target did the row's job (scripts/benchlib/
     scripts/bench_proxies.py                      # the proxy comparison (make bench)
     BENCH_QUICK=1 scripts/bench_proxies.py        # one short repetition, for development
     scripts/bench_proxies.py --measurement-cost   # memrelay with and without --stats-dir
+    scripts/bench_proxies.py --routing-cost       # memrelay with no routes and with 100 routes over 3 pools
     scripts/bench_proxies.py --baseline-bin DIR   # also DIR/memrelay beside this build (before/after)
     BENCH_QUICK=1 scripts/bench_proxies.py --rows "TLS read 16"   # what TLS costs (with "read 16")
 
@@ -112,12 +113,13 @@ def start_targets(procs: Processes, work: Path, servers: Servers, names: list[st
     started: dict[tuple[str, str], tuple[int, int] | peers.Cannot] = {}
     for layout in sorted(layouts):
         ports = [port for port, _ in servers.backends(layout)]
+        spare = [port for port, _ in servers.plain if port not in ports]
         for name in names:
             if name == "memcached":
                 started[(name, layout)] = servers.backends(layout)[0]  # direct to one server: the ceiling
                 continue
             listen = free_port()
-            argv = peers.command(name, layout, listen, ports, work, BIN, baseline_bin)
+            argv = peers.command(name, layout, listen, ports, work, BIN, baseline_bin, spare)
             if isinstance(argv, peers.Cannot):
                 started[(name, layout)] = argv
                 continue
@@ -135,6 +137,9 @@ def main() -> int:
                         help="one repetition of 1 s (also BENCH_QUICK=1): for development, not for claims")
     parser.add_argument("--rows", default=None, help="comma-separated row names (default: all)")
     parser.add_argument("--measurement-cost", action="store_true", help="memrelay with and without --stats-dir")
+    parser.add_argument("--routing-cost", action="store_true",
+                        help="memrelay with no routes and with 100 routes over 3 pools (the row's keys in the "
+                             "default pool), the same traffic")
     parser.add_argument("--targets", default=None, help="comma-separated targets, e.g. twemproxy,memrelay-evented/1")
     parser.add_argument("--baseline-bin", type=Path, default=None,
                         help="a directory with an earlier memrelay build: every memrelay target also runs from it, "
@@ -156,6 +161,11 @@ def main() -> int:
         rows = [r for r in rows if r.pipeline == 1 and r.clients == 16 and r.layout == "single"] if not args.rows else rows
         if args.json_out == parser.get_default("json_out"):
             args.json_out = ROOT / "results" / "bench" / "measurement-cost.json"
+    elif args.routing_cost:
+        names = ["memrelay-evented", "memrelay-evented+routes"]
+        rows = [r for r in rows if r.pipeline == 1 and r.clients == 16 and r.layout == "single"] if not args.rows else rows
+        if args.json_out == parser.get_default("json_out"):
+            args.json_out = ROOT / "results" / "bench" / "routing-cost.json"
     else:
         names = DEFAULT_TARGETS
     if args.targets:
@@ -177,7 +187,9 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="memrelay-bench-") as tmp:
             work = Path(tmp)
-            servers = Servers(start_servers(procs, work, max((r.servers for r in rows if not r.tls), default=0)),
+            # The routes' two extra pools need servers of their own (peers.ROUTES_POOLS).
+            plain = max([r.servers for r in rows if not r.tls] + [3 if any("+routes" in n for n in names) else 0])
+            servers = Servers(start_servers(procs, work, plain),
                               start_tls_servers(procs, work, max((r.servers for r in rows if r.tls), default=0)))
             targets = start_targets(procs, work, servers, names, {r.layout for r in rows}, args.baseline_bin)
             cells = [(row, name) for row in rows for name in names if not isinstance(targets[(name, row.layout)], peers.Cannot)]

@@ -49,6 +49,25 @@ ROUTING = {
 }
 
 
+# `memrelay-...+routes`: the traffic's keys (memrelay-bench's `memtier-` prefix) go to the default
+# pool, the row's servers, through one of ROUTES routes of a few prefix lengths; the others send
+# other prefixes to two more pools. What the routes cost shows against the same target without.
+ROUTES = 100
+ROUTED_PREFIX = "memtier-"
+
+
+def routes_config(spare: list[int]) -> str:
+    """Two pools of one server each (`spare` ports) and ROUTES routes, one of them the traffic's."""
+    lines = []
+    for name, port in zip(("b", "c"), spare):
+        lines += [f"[pools.{name}]", f'servers = ["127.0.0.1:{port}"]', ""]
+    prefixes = [ROUTED_PREFIX] + [f"{'x' * (i % 7)}p{i}:" for i in range(ROUTES - 1)]
+    for i, prefix in enumerate(prefixes):
+        pool = "default" if prefix == ROUTED_PREFIX else ("b", "c", "default")[i % 3]
+        lines += ["[[routes]]", f'prefix = "{prefix}"', f'pool = "{pool}"', ""]
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Cannot:
     """A cell the target cannot fill, and why (shown in the table)."""
@@ -102,8 +121,9 @@ def find(binary: str, bin_dir: Path, hint: str) -> str:
 
 
 def command(target: str, layout: str, listen: int, servers: list[int], work: Path, bin_dir: Path,
-            baseline_bin: Path | None = None) -> list[str] | Cannot:
-    """The argv starting `target` on 127.0.0.1:`listen` in front of `servers` (ports)."""
+            baseline_bin: Path | None = None, spare: list[int] | None = None) -> list[str] | Cannot:
+    """The argv starting `target` on 127.0.0.1:`listen` in front of `servers` (ports); `spare`:
+    other servers, for the pools of `memrelay-...+routes`."""
     tag = f"{target}-{layout}".replace("/", "-")
     if layout == "tls1" and target == "twemproxy":
         return Cannot("cannot: twemproxy speaks no TLS")
@@ -135,6 +155,12 @@ def command(target: str, layout: str, listen: int, servers: list[int], work: Pat
         argv += ["--workers", count or "16"] if engine == "pool" else ["--threads", count or str(CORES)]
         if stats == "stats":
             argv += ["--stats-dir", str(work / f"stats-{tag}")]
+        if stats == "routes":
+            if len(spare or []) < 2:
+                return Cannot("cannot: the routes' two extra pools need two more servers")
+            config = work / f"{tag}-routes.toml"
+            config.write_text(routes_config(spare[:2]))
+            argv += ["--config", str(config)]
         if layout == "tls1":
             return memrelay_tls(argv, binary, engine, listen, work)
         return argv

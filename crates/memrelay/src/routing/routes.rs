@@ -16,6 +16,8 @@
 //! [`Router::gutter_server`] is where a request that failed on its server is asked again. One
 //! level only: what the gutter fails is the client's `SERVER_ERROR`.
 
+use std::collections::HashMap;
+
 use memrelay_protocol::{Command, Request};
 
 use super::{local, placement_key, Plan, RouteBuf, ServerPool};
@@ -36,8 +38,9 @@ pub struct Router {
     /// The default pool first, then the named pools in the settings' order.
     pools: Vec<ServerPool>,
     names: Vec<String>,
-    /// Longest prefix first, so the first that matches is the longest.
     routes: Vec<Route>,
+    /// The route of a key in a few hash lookups ([`PrefixIndex`]).
+    index: PrefixIndex,
     /// The routes as configured, in their order, as `stats` shows them.
     described: Vec<String>,
     /// Every server of every pool, by id.
@@ -71,6 +74,7 @@ impl Router {
             pools: vec![pool],
             names: vec![DEFAULT_POOL.into()],
             routes: Vec::new(),
+            index: PrefixIndex::default(),
             described: Vec::new(),
             all: ids,
             default_gutter: None,
@@ -135,7 +139,7 @@ impl Router {
             };
             routes.push(Route { prefix: route.prefix.clone(), pool, write_policy, gutter });
         }
-        routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
+        let index = PrefixIndex::new(routes.iter().map(|r| r.prefix.as_slice()));
         let default_gutter = match default_gutter {
             Some(settings) => {
                 Some(gutter(&names, &settings.pool, settings.ttl, 0).map_err(|e| format!("--gutter: {e}"))?)
@@ -154,7 +158,7 @@ impl Router {
         let repairs =
             pools.iter().any(|p| p.write_policy().repairs()) || routes.iter().any(|r| r.write_policy.repairs());
         let described = settings_routes.iter().map(PrefixRoute::describe).collect();
-        Ok(Router { pools, names, routes, described, all: ids.to_vec(), repairs, default_gutter, gutters })
+        Ok(Router { pools, names, routes, index, described, all: ids.to_vec(), repairs, default_gutter, gutters })
     }
 
     /// Whether any key's write policy repairs replicas: then reads avoid the servers being
@@ -192,7 +196,7 @@ impl Router {
     }
 
     fn route_of(&self, key: &[u8]) -> Option<&Route> {
-        self.routes.iter().find(|r| key.starts_with(&r.prefix))
+        self.index.longest(key).map(|i| &self.routes[i])
     }
 
     /// Whether any key has a gutter.
@@ -418,6 +422,37 @@ impl Router {
     /// The key's first replica not being repaired (its primary when none is).
     pub fn primary_avoiding(&self, key: &[u8], repairing: &dyn Fn(usize) -> bool, scratch: &mut Vec<usize>) -> usize {
         self.pool(key).primary_avoiding(key, repairing, scratch)
+    }
+}
+
+/// Longest-prefix match over the routes' prefixes: one hash lookup per distinct prefix length,
+/// longest first (a hundred routes of a few lengths cost a few lookups per request, where a scan
+/// would compare a hundred prefixes).
+#[derive(Debug, Default)]
+struct PrefixIndex {
+    /// Prefix length, and the routes (their index) of that length by prefix; longest first.
+    by_length: Vec<(usize, HashMap<Vec<u8>, usize>)>,
+}
+
+impl PrefixIndex {
+    /// The index of `prefixes` (distinct), each answered as its position.
+    fn new<'a>(prefixes: impl Iterator<Item = &'a [u8]>) -> PrefixIndex {
+        let mut by_length: Vec<(usize, HashMap<Vec<u8>, usize>)> = Vec::new();
+        for (i, prefix) in prefixes.enumerate() {
+            match by_length.iter_mut().find(|(len, _)| *len == prefix.len()) {
+                Some((_, map)) => {
+                    map.insert(prefix.to_vec(), i);
+                }
+                None => by_length.push((prefix.len(), HashMap::from([(prefix.to_vec(), i)]))),
+            }
+        }
+        by_length.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
+        PrefixIndex { by_length }
+    }
+
+    /// The position of the longest prefix of `key`, if any is one.
+    fn longest(&self, key: &[u8]) -> Option<usize> {
+        self.by_length.iter().find_map(|(len, map)| key.get(..*len).and_then(|head| map.get(head).copied()))
     }
 }
 
@@ -693,6 +728,34 @@ mod tests {
         assert!(own.contains("the route `x`: the gutter `g` is the pool the keys live in"), "{own}");
         let chain = build(&[r#"{ prefix = "x", pool = "g", gutter = "default" }"#], Some("g")).unwrap_err();
         assert!(chain.contains("a gutter is one level"), "{chain}");
+    }
+
+    #[test]
+    fn the_prefix_index_finds_what_a_scan_for_the_longest_prefix_finds() {
+        // Prefixes over a small alphabet, so that many nest; keys from the same alphabet.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let word = |len: u64, next: &mut dyn FnMut(u64) -> u64| (0..len).map(|_| b"ab:"[next(3) as usize]).collect::<Vec<u8>>();
+        let mut prefixes: Vec<Vec<u8>> = Vec::new();
+        while prefixes.len() < 100 {
+            let len = 1 + next(6);
+            let prefix = word(len, &mut next);
+            if !prefixes.contains(&prefix) {
+                prefixes.push(prefix);
+            }
+        }
+        let index = PrefixIndex::new(prefixes.iter().map(Vec::as_slice));
+        for _ in 0..5_000 {
+            let len = next(9);
+            let key = word(len, &mut next);
+            let scanned = (0..prefixes.len()).filter(|&i| key.starts_with(&prefixes[i])).max_by_key(|&i| prefixes[i].len());
+            assert_eq!(index.longest(&key), scanned, "{key:?}");
+        }
     }
 
     fn sorted(servers: &[usize]) -> Vec<usize> {
