@@ -740,7 +740,9 @@ mod tests {
             state ^= state << 17;
             state % n
         };
-        let word = |len: u64, next: &mut dyn FnMut(u64) -> u64| (0..len).map(|_| b"ab:"[next(3) as usize]).collect::<Vec<u8>>();
+        let word = |len: u64, next: &mut dyn FnMut(u64) -> u64| {
+            (0..len).map(|_| b"ab:"[next(3) as usize]).collect::<Vec<u8>>()
+        };
         let mut prefixes: Vec<Vec<u8>> = Vec::new();
         while prefixes.len() < 100 {
             let len = 1 + next(6);
@@ -753,7 +755,8 @@ mod tests {
         for _ in 0..5_000 {
             let len = next(9);
             let key = word(len, &mut next);
-            let scanned = (0..prefixes.len()).filter(|&i| key.starts_with(&prefixes[i])).max_by_key(|&i| prefixes[i].len());
+            let scanned =
+                (0..prefixes.len()).filter(|&i| key.starts_with(&prefixes[i])).max_by_key(|&i| prefixes[i].len());
             assert_eq!(index.longest(&key), scanned, "{key:?}");
         }
     }
