@@ -88,6 +88,11 @@ def test_metrics_agree_with_the_servers_own_counters(processes, engine):
         assert m["memrelay_server_latency_seconds_count"][labels] == sent[server.port]
         inf = tuple(sorted(labels + (("le", "+Inf"),)))
         assert m["memrelay_server_latency_seconds_bucket"][inf] == sent[server.port]
+    # The default pool (the only one here) is the sum of its servers, as they counted them.
+    pool = (("pool", "default"),)
+    assert m["memrelay_pool_requests_total"][pool] == sum(sent.values())
+    assert m["memrelay_pool_latency_seconds_count"][pool] == sum(sent.values())
+    assert m["memrelay_pool_servers_up"][pool] == 3.0
     # Histogram counts equal the requests they describe.
     for kind in ("get", "multiget", "set"):
         assert m["memrelay_response_seconds_count"][(("type", kind),)] == count(kind)

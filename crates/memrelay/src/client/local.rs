@@ -152,6 +152,8 @@ impl LocalAnswers {
             compose::stat(out, &format!("pool_{i}_name"), pool);
             let servers: Vec<String> = router.pool_servers(i).iter().map(|s| s.to_string()).collect();
             compose::stat(out, &format!("pool_{i}_servers"), servers.join(","));
+            let up = router.pool_servers(i).iter().filter(|&&s| !self.health.is_down(s)).count();
+            compose::stat(out, &format!("pool_{i}_servers_up"), up);
         }
         for i in 0..names.len() {
             let state = if generation.servers.contains(&i) { self.health.state(i) } else { "retired" };
@@ -205,6 +207,12 @@ impl LocalAnswers {
         compose::stat(out, "client_budget_pauses", crate::client::budget::pauses());
         compose::stat(out, "clients_cut_off", crate::client::budget::cut_off());
         compose::stat(out, "client_bytes_held", crate::client::budget::held());
+        for i in 0..router.pool_names().len() {
+            let sum =
+                |per: &[u64]| router.pool_servers(i).iter().map(|&s| per.get(s).copied().unwrap_or(0)).sum::<u64>();
+            compose::stat(out, &format!("pool_{i}_requests"), sum(&totals.per_server));
+            compose::stat(out, &format!("pool_{i}_failures"), sum(&totals.per_server_failures));
+        }
         for (i, name) in names.iter().enumerate() {
             compose::stat(out, &format!("server_{i}_address"), name);
             compose::stat(out, &format!("server_{i}_requests"), totals.per_server.get(i).copied().unwrap_or(0));

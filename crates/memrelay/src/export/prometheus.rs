@@ -146,6 +146,7 @@ impl Collector for Sources {
         )?;
         self.encode_requests(&mut encoder)?;
         self.encode_servers(&mut encoder)?;
+        self.encode_pools(&mut encoder)?;
         encode_cpu(&mut encoder)
     }
 }
@@ -264,6 +265,51 @@ impl Sources {
                 };
                 histogram(&mut family.encode_family(&labels)?, latency.histogram(), sum)?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl Sources {
+    /// Per pool of the configuration in force (label `pool`): requests sent to its servers,
+    /// failed exchanges, servers up, and the servers' latency merged; the sums of its servers'
+    /// own series.
+    fn encode_pools(&self, encoder: &mut DescriptorEncoder) -> fmt::Result {
+        let generation = self.current.get();
+        let router = &generation.router;
+        let pools: Vec<(&str, &[usize])> =
+            router.pool_names().iter().enumerate().map(|(i, name)| (name.as_str(), router.pool_servers(i))).collect();
+        let per = |values: &dyn Fn(usize) -> u64| -> Vec<(Vec<(&str, &str)>, u64)> {
+            pools
+                .iter()
+                .map(|(name, servers)| (vec![("pool", *name)], servers.iter().map(|&s| values(s)).sum()))
+                .collect()
+        };
+        let up = as_gauge(per(&|s| u64::from(!self.health.is_down(s))));
+        gauge(encoder, "memrelay_pool_servers_up", "servers of each pool that are up", &up)?;
+        let Some(totals) = self.live.totals() else { return Ok(()) };
+        let requests = per(&|s| totals.per_server.get(s).copied().unwrap_or(0));
+        counter(encoder, "memrelay_pool_requests", "requests sent to each pool's servers", &requests)?;
+        let failures = per(&|s| totals.per_server_failures.get(s).copied().unwrap_or(0));
+        counter(encoder, "memrelay_pool_failures", "failed exchanges with each pool's servers", &failures)?;
+        let mut family = encoder.encode_descriptor(
+            "memrelay_pool_latency_seconds",
+            "time from a request queued for a server to its reply read, over each pool's servers",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (name, servers) in &pools {
+            let mut merged = crate::measure::metrics::Latencies::default();
+            let mut sum = 0;
+            for &s in *servers {
+                if let (Some(latency), Some(&us)) =
+                    (totals.per_server_latency.get(s), totals.per_server_latency_us_sum.get(s))
+                {
+                    merged.add(latency);
+                    sum += us;
+                }
+            }
+            histogram(&mut family.encode_family(&[("pool", *name)])?, merged.histogram(), sum)?;
         }
         Ok(())
     }

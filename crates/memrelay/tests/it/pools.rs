@@ -126,6 +126,13 @@ fn prefixes_go_to_their_pools_and_a_multiget_over_pools_answers_in_key_order(eng
     }
     let stats = stat_of(&mut client, "pool_1_name");
     assert_eq!(stats, "hot");
+    // Per pool: the sessions pool's one server took its keys' requests, counted by memcached too
+    // (the totals lag by up to a measurement window).
+    let e_sets = servers[4].stats()["cmd_set"];
+    assert!(e_sets >= 60, "{e_sets} sets on e");
+    let sessions = || stat_of(&mut relay.client(), "pool_2_requests").parse::<u64>().unwrap_or(0);
+    assert!(wait_for(Duration::from_secs(10), || sessions() >= e_sets), "{} requests, {e_sets} sets", sessions());
+    assert_eq!(stat_of(&mut client, "pool_2_servers_up"), "1");
 }
 
 fn a_sighup_moves_a_prefix(engine: &str) {
