@@ -37,6 +37,24 @@ fn memccapable_passes_as_on_memcached(engine: &str) {
         let relay = Memrelay::start(engine, &refs, mode);
         assert_eq!(memccapable_passes(&relay.addr()), expected, "memccapable through memrelay {mode:?}");
     }
+    // Pools and routes (issue 44): keys by their first letter over three pools (a replicated
+    // one, a sharded one, the default), so that its multi-gets span pools.
+    let more: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let hot = format!(
+        "{{ name = \"hot\", servers = [\"{}\", \"{}\"], distribution = \"ketama\", replication = 2 }}",
+        more[0].addr(),
+        more[1].addr()
+    );
+    let main = format!("{{ name = \"main\", servers = [\"{}\"] }}", more[2].addr());
+    let mut pools: Vec<String> =
+        vec!["--distribution".into(), "ketama".into(), "--pool".into(), hot, "--pool".into(), main];
+    for (i, first) in "abcdefghijklmnopqrstuvwxyz0123456789".chars().enumerate() {
+        let pool = ["hot", "main", "default"][i % 3];
+        pools.extend(["--route".into(), format!("{{ prefix = \"{first}\", pool = \"{pool}\" }}")]);
+    }
+    let pools: Vec<&str> = pools.iter().map(String::as_str).collect();
+    let relay = Memrelay::start(engine, &refs, &pools);
+    assert_eq!(memccapable_passes(&relay.addr()), expected, "memccapable through memrelay with pools and routes");
 }
 
 fn libmemcached_tools_work(engine: &str) {

@@ -13,6 +13,7 @@ engine_matrix!(
     scripts_answer_as_memcached,
     scripts_answer_as_memcached_sharded,
     scripts_answer_as_memcached_ketama,
+    scripts_answer_as_memcached_over_pools,
     stats_groups_gather_every_server,
     lines_that_never_fit_close_the_connection_as_memcached_closes_it,
 );
@@ -241,6 +242,23 @@ fn scripts_answer_as_memcached_sharded(engine: &str) {
 
 fn scripts_answer_as_memcached_ketama(engine: &str) {
     compare_scripts(engine, &["--distribution", "ketama", "--replication", "2", "--read-from", "any-replica"]);
+}
+
+/// Pools and routes (issue 44): the scripts' keys `k` and `n` live in pools of their own (a
+/// replicated one and a single server), the others in the default pool, so that their
+/// multi-gets span pools.
+fn scripts_answer_as_memcached_over_pools(engine: &str) {
+    let more: Vec<Memcached> = (0..3).map(|_| Memcached::start()).collect();
+    let hot = format!(
+        "{{ name = \"hot\", servers = [\"{}\", \"{}\"], distribution = \"ketama\", replication = 2 }}",
+        more[0].addr(),
+        more[1].addr()
+    );
+    let single = format!("{{ name = \"single\", servers = [\"{}\"] }}", more[2].addr());
+    let routes = [r#"{ prefix = "k", pool = "hot" }"#, r#"{ prefix = "n", pool = "single" }"#];
+    let mode =
+        ["--distribution", "ketama", "--pool", &hot, "--pool", &single, "--route", routes[0], "--route", routes[1]];
+    compare_scripts(engine, &mode);
 }
 
 fn compare_scripts(engine: &str, mode: &[&str]) {
