@@ -2,14 +2,14 @@
 //! servers are its R replicas, placed exactly as twemproxy (`nutcracker`)
 //! places keys with `distribution: ketama` in front of the same server list.
 //!
-//! This module owns the continuum (the ring), the key hash functions and the
-//! naming of servers on the ring. It is pure: no I/O, and after [`Ring::new`]
+//! This module owns the continuum (the ring) and the naming of servers on the
+//! ring (the key hash functions are [`crate::routing::hashkit`]'s). It is pure: no I/O, and after [`Ring::new`]
 //! no allocation ([`Ring::primary`] and [`Ring::replicas`] are hot-path safe).
 //!
 //! # How it matches twemproxy
 //!
 //! Read from twemproxy's source (`src/hashkit/nc_ketama.c`, `nc_md5.c`,
-//! `nc_fnv.c`, `src/nc_conf.c`, `src/nc_server.c`):
+//! `src/nc_conf.c`, `src/nc_server.c`):
 //!
 //! - **Server names.** The string hashed onto the ring is the server's
 //!   *name*: the text after the weight in a `servers:` line
@@ -33,21 +33,17 @@
 //!   first point whose value is `>=` the key's hash, wrapping to the first
 //!   point past the end (`ketama_dispatch`). A one-server pool always gives
 //!   server 0 (`server_pool_idx`).
-//! - **Key hash** (`hash:` in twemproxy, [`KeyHash`]): `md5` is the first four
-//!   digest bytes as a little-endian `u32` (`hash_md5`); `fnv1a_64` is FNV-1a
-//!   computed in 32 bits: offset basis and prime truncated to their low 32 bits
-//!   (`hash_fnv1a_64` returns `uint32_t`), which equals the low 32 bits of the
-//!   real 64-bit FNV-1a for ASCII keys. Each key byte goes through C `char`
-//!   then `uint32_t`, so on targets where `char` is signed (x86-64) bytes
-//!   ≥ 0x80 are sign-extended before the xor; this module does the same through
-//!   [`core::ffi::c_char`], so it agrees with a twemproxy built for the same
-//!   target.
+//! - **Key hash** (`hash:` in twemproxy, [`KeyHash`]): any of twemproxy's twelve, computed as
+//!   nutcracker computes them ([`crate::routing::hashkit`] says how, C `char` quirks included).
+//!   The points are always MD5, whatever the key hash.
 //! - **Ties.** Two points with the same value (about 3 rings in 100,000 for
 //!   three servers) keep build order. twemproxy leaves their order to `qsort`,
 //!   which in glibc before 2.37 is a stable merge sort, so the same.
 //!
-//! Not covered: twemproxy's `hash_tag` (the whole key is always hashed) and
-//! `auto_eject_hosts` (the ring is built from every server given).
+//! The ring hashes the key it is given: twemproxy's `hash_tag`, and its rule that an empty key
+//! hashes to 0, are the placement's ([`crate::routing::placement`]), which hands the ring a hash
+//! ([`Ring::primary_of_hash`]). Not covered: `auto_eject_hosts` (the ring is built from every
+//! server given).
 //!
 //! # Replicas
 //!
@@ -59,7 +55,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::net::SocketAddr;
 
-use crate::settings::key_hash::md5_words;
+use crate::routing::hashkit::md5_words;
 pub use crate::settings::key_hash::KeyHash;
 
 /// Points per server at equal weights (`KETAMA_POINTS_PER_SERVER`).
@@ -282,19 +278,35 @@ impl Ring {
         }
     }
 
-    /// The index of `key`'s primary server, the one twemproxy sends it to.
+    /// The index of `key`'s primary server, the one twemproxy sends it to (the whole key hashed
+    /// with the ring's [`KeyHash`]).
     #[inline]
     pub fn primary(&self, key: &[u8]) -> usize {
         if self.points.len() == 1 {
             return 0;
         }
-        self.owners[self.position(self.hash.hash(key))] as usize
+        self.primary_of_hash(self.hash.hash(key))
+    }
+
+    /// The index of the server owning the first point at or after `hash` (`ketama_dispatch`);
+    /// a one-server ring always answers 0.
+    #[inline]
+    pub fn primary_of_hash(&self, hash: u32) -> usize {
+        if self.points.len() == 1 {
+            return 0;
+        }
+        self.owners[self.position(hash)] as usize
     }
 
     /// Writes `key`'s replicas into `out`: the primary first, then the next
     /// distinct servers clockwise. Writes `min(r, out.len(), servers with
     /// points)` indices and returns how many. Does not allocate.
     pub fn replicas(&self, key: &[u8], r: usize, out: &mut [usize]) -> usize {
+        self.replicas_of_hash(self.hash.hash(key), r, out)
+    }
+
+    /// [`Ring::replicas`] of the key whose hash is `hash`.
+    pub fn replicas_of_hash(&self, hash: u32, r: usize, out: &mut [usize]) -> usize {
         let want = r.min(out.len()).min(self.on_ring);
         if want == 0 {
             return 0;
@@ -304,7 +316,7 @@ impl Ring {
             return 1;
         }
         let len = self.values.len();
-        let mut at = self.position(self.hash.hash(key));
+        let mut at = self.position(hash);
         let mut n = 0;
         for _ in 0..len {
             let server = self.owners[at] as usize;
@@ -379,16 +391,6 @@ mod tests {
         let (ff, word) = if signed { (2_046_707_310, 1_756_336_354) } else { (2_248_338_286, 1_580_234_466) };
         assert_eq!(KeyHash::Fnv1a64.hash(b"\xff"), ff);
         assert_eq!(KeyHash::Fnv1a64.hash(b"key:\xe9t\xe9"), word);
-    }
-
-    #[test]
-    fn key_hash_from_str() {
-        assert_eq!("md5".parse::<KeyHash>(), Ok(KeyHash::Md5));
-        assert_eq!("fnv1a_64".parse::<KeyHash>(), Ok(KeyHash::Fnv1a64));
-        assert!("fnv1a_32".parse::<KeyHash>().is_err());
-        assert!("MD5".parse::<KeyHash>().is_err());
-        assert_eq!(KeyHash::default(), KeyHash::Md5);
-        assert_eq!(KeyHash::Fnv1a64.to_string(), "fnv1a_64");
     }
 
     // Expected names read from twemproxy's conf_add_server (src/nc_conf.c).

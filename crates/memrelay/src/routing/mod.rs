@@ -9,6 +9,7 @@
 //! the next server (or replica) in its turn that is not being repaired, and the reads that need
 //! the key's primary (cas values, win tokens) go to its first replica that is not.
 
+pub mod hashkit;
 pub mod ketama;
 pub(crate) mod local;
 
