@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use memrelay::settings::{
-    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, Measurement, PrefixRoute, ReadFrom, Replication,
-    Routing, Settings, WritePolicies, WritePolicy,
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, HashTag, Measurement, PrefixRoute, ReadFrom,
+    Replication, Routing, Settings, WritePolicies, WritePolicy,
 };
 use memrelay::KeyHash;
 
@@ -35,7 +35,7 @@ pub struct Args {
     pub listen: String,
 
     /// A memcached server (repeat for several), `HOST:PORT[:WEIGHT] [NAME]` as in twemproxy: the
-    /// weight is its share of the keys with ketama, the name is what the ring hashes (so a server
+    /// weight is its share of the keys with ketama and modula, the name is what the ring hashes (so a server
     /// can move to another address and keep its keys) and what logs and metrics call it.
     #[arg(long = "server", required = true, value_name = "HOST:PORT[:WEIGHT] [NAME]")]
     pub servers: Vec<String>,
@@ -59,23 +59,32 @@ pub struct Args {
     pub sharded: bool,
 
     /// Where keys live: `all` writes every key to every server; `ketama` places keys on a
-    /// consistent-hash ring (as twemproxy does) with `--replication` copies.
+    /// consistent-hash ring and `modula` on `hash % total weight` (both as twemproxy does) with
+    /// `--replication` copies; `random` sends every request to a server drawn at random (as
+    /// twemproxy does: weights ignored, one copy).
     #[arg(long, value_enum, default_value_t = DistributionArg::All)]
     pub distribution: DistributionArg,
 
-    /// Key hash for the ketama ring (twemproxy's `hash:` setting).
-    #[arg(long, default_value = "md5", value_name = "md5|fnv1a_64")]
+    /// Key hash of ketama and modula (twemproxy's `hash:`, computed as nutcracker does): md5,
+    /// one_at_a_time, crc16, crc32, crc32a, fnv1_64, fnv1a_64, fnv1_32, fnv1a_32, hsieh, murmur,
+    /// jenkins.
+    #[arg(long, default_value = "md5", value_name = "NAME")]
     pub hash: KeyHash,
 
-    /// Copies of each key with ketama: a number from 1 to the number of servers, `half` or `all`.
+    /// Two characters around the part of a key that is hashed (twemproxy's `hash_tag:`): with
+    /// `{}`, `user:{42}:name` is placed by `42`; a key without a non-empty tag by all of it.
+    #[arg(long, value_name = "XY")]
+    pub hash_tag: Option<HashTag>,
+
+    /// Copies of each key with ketama or modula: a number from 1 to the number of servers, `half` or `all`.
     #[arg(long, default_value = "1", value_name = "R|half|all")]
     pub replication: Replication,
 
-    /// Which replica serves a read with ketama.
+    /// Which replica serves a read with ketama or modula.
     #[arg(long, value_enum, default_value_t = ReadFromArg::Primary)]
     pub read_from: ReadFromArg,
 
-    /// With ketama: retry a failed read on the key's next replica before answering SERVER_ERROR.
+    /// With ketama or modula: retry a failed read on the key's next replica before answering SERVER_ERROR.
     #[arg(long)]
     pub failover: bool,
 
@@ -272,6 +281,8 @@ pub enum EngineArg {
 pub enum DistributionArg {
     All,
     Ketama,
+    Modula,
+    Random,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -324,19 +335,11 @@ impl Args {
         let distribution = match self.distribution {
             DistributionArg::All => Distribution::All,
             DistributionArg::Ketama => Distribution::Ketama,
+            DistributionArg::Modula => Distribution::Modula,
+            DistributionArg::Random => Distribution::Random,
         };
         let replication = self.replication.resolve(servers.len())?;
-        // With `all` a failed read is never retried on another server (only a repairing write
-        // policy turns failover on there): the option would be accepted and do nothing.
-        if distribution == Distribution::All && self.failover {
-            return Err(
-                "--failover needs --distribution ketama (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
-                    .into(),
-            );
-        }
-        if distribution == Distribution::All && self.replication != Replication::Count(1) {
-            return Err("--replication needs --distribution ketama (with `all`, every server has every key)".into());
-        }
+        self.check_placement(distribution)?;
         if !(self.stats_window > 0.0 && self.stats_window <= 3600.0) {
             return Err(format!("--stats-window must be between 0 and 3600 seconds, not {}", self.stats_window));
         }
@@ -368,6 +371,7 @@ impl Args {
                 sharded: self.sharded,
                 distribution,
                 hash: self.hash,
+                hash_tag: self.hash_tag,
                 replication,
                 read_from: match self.read_from {
                     ReadFromArg::Primary => ReadFrom::Primary,
@@ -420,6 +424,43 @@ impl Args {
 }
 
 impl Args {
+    /// Refuses the options the distribution would accept and ignore.
+    fn check_placement(&self, distribution: Distribution) -> Result<(), String> {
+        match distribution {
+            Distribution::Ketama | Distribution::Modula => Ok(()),
+            // With `all` a failed read is never retried on another server (only a repairing
+            // write policy turns failover on there): the option would be accepted and do nothing.
+            Distribution::All if self.failover => Err(
+                "--failover needs --distribution ketama or modula (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
+                    .into(),
+            ),
+            Distribution::All if self.replication != Replication::Count(1) => Err(
+                "--replication needs --distribution ketama or modula (with `all`, every server has every key)".into(),
+            ),
+            Distribution::All => Ok(()),
+            // A random server per request: a key has no servers of its own, so nothing can be
+            // replicated, failed over to, repaired or hashed.
+            Distribution::Random if self.replication != Replication::Count(1) => Err(
+                "--replication needs --distribution ketama or modula (with `random` every request goes to one server drawn at random: a key has no replicas)"
+                    .into(),
+            ),
+            Distribution::Random if self.failover => Err(
+                "--failover needs --distribution ketama or modula (with `random` a key has no next replica to retry on)"
+                    .into(),
+            ),
+            Distribution::Random
+                if self.write_policy != WritePolicyArg::All
+                    || self.routes.iter().any(|r| r.write_policy != WritePolicy::All) =>
+            {
+                Err("--distribution random takes only the write policy `all` (with one server drawn per request there is no replica to repair)".into())
+            }
+            Distribution::Random if self.hash_tag.is_some() => {
+                Err("--hash-tag needs --distribution ketama or modula (with `random` no key is hashed)".into())
+            }
+            Distribution::Random => Ok(()),
+        }
+    }
+
     /// The TLS listener, its files read once here so that a bad one is refused at start.
     fn tls_settings(&self) -> Result<Option<memrelay::TlsSettings>, String> {
         let Some(listen) = &self.tls_listen else {
@@ -588,5 +629,51 @@ mod tests {
         let half = settings(&[&two[..], &["--replication", "half"]].concat()).unwrap();
         assert_eq!(half.routing.replication, 1);
         assert!(settings(&[&two[..], &["--replication", "3"]].concat()).unwrap_err().contains("more than"));
+    }
+
+    #[test]
+    fn every_twemproxy_hash_and_distribution_is_taken() {
+        let two = ["--server", "127.0.0.1:1:2", "--server", "127.0.0.1:2"];
+        for hash in memrelay::KeyHash::ALL {
+            for distribution in ["all", "ketama", "modula", "random"] {
+                let args = [&two[..], &["--hash", hash.as_str(), "--distribution", distribution]].concat();
+                let s = settings(&args).unwrap();
+                assert_eq!((s.routing.hash, s.routing.distribution.name()), (hash, distribution));
+            }
+        }
+        let error = Args::try_parse_from(["memrelay", "--server", "a:1", "--hash", "sha1"]).unwrap_err();
+        assert!(error_line(&error).contains("jenkins"), "{}", error_line(&error));
+    }
+
+    #[test]
+    fn a_hash_tag_is_two_characters() {
+        let base = ["--server", "127.0.0.1:1", "--distribution", "modula"];
+        let s = settings(&[&base[..], &["--hash-tag", "{}"]].concat()).unwrap();
+        assert_eq!(s.routing.hash_tag, Some("{}".parse().unwrap()));
+        assert_eq!(settings(&base).unwrap().routing.hash_tag, None);
+        for bad in ["{", "{}}", ""] {
+            let error = Args::try_parse_from([&["memrelay"], &base[..], &["--hash-tag", bad]].concat()).unwrap_err();
+            assert!(error_line(&error).contains("exactly two"), "{bad:?}: {}", error_line(&error));
+        }
+    }
+
+    #[test]
+    fn modula_replicates_as_ketama_does_and_random_refuses_what_it_cannot_do() {
+        let three = ["--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--server", "127.0.0.1:3"];
+        let modula = [&three[..], &["--distribution", "modula"]].concat();
+        let s = settings(&[&modula[..], &["--replication", "2", "--failover", "--write-policy", "majority"]].concat());
+        assert_eq!(s.unwrap().routing.replication, 2);
+        let random = [&three[..], &["--distribution", "random"]].concat();
+        assert!(settings(&random).is_ok());
+        for (extra, says) in [
+            (&["--replication", "2"][..], "no replicas"),
+            (&["--failover"][..], "no next replica"),
+            (&["--write-policy", "primary"][..], "write policy `all`"),
+            (&["--route", "s:=majority"][..], "write policy `all`"),
+            (&["--hash-tag", "{}"][..], "no key is hashed"),
+        ] {
+            let error = settings(&[&random[..], extra].concat()).unwrap_err();
+            assert!(error.contains(says), "{extra:?}: {error}");
+        }
     }
 }

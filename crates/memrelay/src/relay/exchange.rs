@@ -305,7 +305,8 @@ impl Exchange {
                 }
             }
         }
-        if win::applies(request, self.plan) {
+        // With `random` no server is the key's own: the answer drawn stands, as in twemproxy.
+        if win::applies(request, self.plan) && !router.is_random() {
             // A balanced mg a replica answered with win/stale flags: the primary's answer counts.
             if let Answer::Replied(reply, bytes) = answer(0) {
                 if win::carries_win_flags(&reply, bytes) {
@@ -501,6 +502,7 @@ mod tests {
             sharded: false,
             distribution: Distribution::All,
             hash: KeyHash::Md5,
+            hash_tag: None,
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: true,

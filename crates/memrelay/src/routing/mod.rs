@@ -1,7 +1,8 @@
 //! Routing: which servers a request goes to. Pure functions, no I/O, shared by both engines:
 //! [`Router::route`] turns a parsed request into a [`Plan`] (forward to one server, replicate to
 //! several, split a multi-get, cas on the primary then copy, or answer locally). Keys are placed
-//! by [`ketama`]; how the replies are put back together is [`crate::relay`]'s.
+//! by [`placement`] (ketama, modula or random, twemproxy's hash and hash tag); how the replies
+//! are put back together is [`crate::relay`]'s.
 //!
 //! Round robin is an input (`rr`, one counter kept by the caller, seed 000 section 1.3), so a
 //! route is a function of the request and that number alone; so is the set of servers reads
@@ -12,11 +13,14 @@
 pub mod hashkit;
 pub mod ketama;
 pub(crate) mod local;
+pub mod modula;
+pub mod placement;
 
 use memrelay_protocol::{Command, Request};
 
 use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicies, WritePolicy};
-use ketama::{Ring, RingServer};
+use ketama::RingServer;
+use placement::Placement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -59,8 +63,9 @@ pub struct Router {
     replication: usize,
     read_from: ReadFrom,
     write_policies: WritePolicies,
-    /// The ring also names the primary of a key for `gets`/`cas` with `--distribution all`.
-    ring: Ring,
+    /// Where keys live; with `--distribution all` it still names the primary of a key for
+    /// `gets`/`cas` (from a ketama ring).
+    placement: Placement,
 }
 
 impl Router {
@@ -82,7 +87,7 @@ impl Router {
             };
             ring_servers.push(ring_server);
         }
-        let ring = Ring::new(&ring_servers, routing.hash).map_err(|e| e.to_string())?;
+        let placement = Placement::new(routing.distribution, &ring_servers, routing.hash, routing.hash_tag)?;
         Ok(Router {
             servers: servers.len(),
             ids,
@@ -91,7 +96,7 @@ impl Router {
             replication: routing.replication,
             read_from: routing.read_from,
             write_policies: routing.write_policies.clone(),
-            ring,
+            placement,
         })
     }
 
@@ -150,7 +155,7 @@ impl Router {
                 }
                 self.split_by_owner(out)
             }
-            Command::Get if self.distribution == Distribution::Ketama => {
+            Command::Get if self.distribution != Distribution::All => {
                 for (i, key) in request.keys(buf).enumerate() {
                     let owner = self.read_server(key, rr.wrapping_add(i), &mut out.replicas, repairing);
                     out.key_owner.push(owner);
@@ -218,7 +223,7 @@ impl Router {
                 } else if meta.return_cas || meta.recache {
                     // The cas value, and the win token of recache coordination, are one server's.
                     Plan::Forward(self.primary_avoiding(&key, repairing, &mut out.replicas))
-                } else if self.distribution == Distribution::Ketama {
+                } else if self.distribution != Distribution::All {
                     Plan::Forward(self.read_server(&key, rr, &mut out.replicas, repairing))
                 } else {
                     Plan::Forward(self.in_turn(rr, repairing))
@@ -259,7 +264,7 @@ impl Router {
                 targets.push(primary);
                 targets.extend(self.ids.iter().filter(|&&s| s != primary));
             }
-            Distribution::Ketama => self.replicas(key, targets),
+            Distribution::Ketama | Distribution::Modula | Distribution::Random => self.replicas(key, targets),
         }
     }
 
@@ -270,15 +275,16 @@ impl Router {
         lead_with_unrepaired(targets, repairing);
     }
 
-    /// The key's replicas on the ring, primary first (with `all`: every server, primary first).
+    /// The key's replicas, primary first (with `all`: every server, primary first; with
+    /// `random`: the one server drawn for this request).
     pub fn replicas(&self, key: &[u8], out: &mut Vec<usize>) {
         let copies = match self.distribution {
             Distribution::All => self.servers,
-            Distribution::Ketama => self.replication,
+            Distribution::Ketama | Distribution::Modula | Distribution::Random => self.replication,
         };
         out.clear();
         out.resize(copies, 0);
-        let found = self.ring.replicas(key, copies, out);
+        let found = self.placement.replicas(key, copies, out);
         out.truncate(found);
         for position in out.iter_mut() {
             *position = self.ids[*position];
@@ -287,7 +293,13 @@ impl Router {
 
     /// The key's primary server (its id).
     fn primary(&self, key: &[u8]) -> usize {
-        self.ids[self.ring.primary(key)]
+        self.ids[self.placement.primary(key)]
+    }
+
+    /// Whether keys have no server of their own (`--distribution random`): every request draws
+    /// one, so no answer is worth asking a key's primary again for.
+    pub fn is_random(&self) -> bool {
+        self.placement.is_random()
     }
 
     fn read_server(&self, key: &[u8], rr: usize, scratch: &mut Vec<usize>, repairing: &dyn Fn(usize) -> bool) -> usize {
@@ -376,6 +388,7 @@ mod tests {
             sharded,
             distribution: Distribution::All,
             hash: ketama::KeyHash::Md5,
+            hash_tag: None,
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: false,
@@ -455,6 +468,7 @@ mod tests {
             sharded: true,
             distribution: Distribution::Ketama,
             hash: ketama::KeyHash::Md5,
+            hash_tag: None,
             replication: 2,
             read_from: ReadFrom::Primary,
             failover: false,

@@ -309,6 +309,7 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
         sharded: false,
         distribution: Distribution::Ketama,
         hash,
+        hash_tag: None,
         replication: 1,
         read_from: ReadFrom::Primary,
         failover: false,
