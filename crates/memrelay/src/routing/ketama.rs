@@ -37,7 +37,8 @@
 //!   nutcracker computes them ([`crate::routing::hashkit`] says how, C `char` quirks included).
 //!   The points are always MD5, whatever the key hash.
 //! - **Ties.** Two points with the same value (about 3 rings in 100,000 for
-//!   three servers) keep build order. twemproxy leaves their order to `qsort`,
+//!   three servers) keep build order, twemproxy's server order (sorted by name,
+//!   [`RingServer::twemproxy_order`]). twemproxy leaves their order to `qsort`,
 //!   which in glibc before 2.37 is a stable merge sort, so the same.
 //!
 //! The ring hashes the key it is given: twemproxy's `hash_tag`, and its rule that an empty key
@@ -127,6 +128,20 @@ impl RingServer {
             None => named,
         })
     }
+
+    /// The order twemproxy keeps a pool's servers in: by name, a shorter name first, then byte
+    /// by byte (`conf_validate_server` sorts them with `string_compare` to find duplicates), so
+    /// `127.0.0.1:9999` comes before `127.0.0.1:10000` and `cache-b` before `cache-aa`. Modula's
+    /// continuum follows it, and so does the build order of the ketama ring (which decides ties).
+    /// Returns the indices of `servers` in that order.
+    pub fn twemproxy_order(servers: &[RingServer]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (servers[a].name.as_bytes(), servers[b].name.as_bytes());
+            a.len().cmp(&b.len()).then(a.cmp(b))
+        });
+        order
+    }
 }
 
 /// twemproxy's `nc_atoi`: digits only, no sign, fits an `int`.
@@ -215,7 +230,9 @@ impl Ring {
         let npoints: usize = points.iter().map(|&p| p as usize).sum();
         let mut continuum: Vec<(u32, u32)> = Vec::with_capacity(npoints);
         let mut host = Vec::with_capacity(MAX_HOSTLEN);
-        for (index, (server, &npts)) in servers.iter().zip(points.iter()).enumerate() {
+        // In twemproxy's server order, so that equal point values keep its order.
+        for index in RingServer::twemproxy_order(servers) {
+            let (server, npts) = (&servers[index], points[index]);
             for group in 0..npts / POINTS_PER_HASH {
                 host.clear();
                 write!(host, "{}-{}", server.name, group).expect("write to Vec");
@@ -419,6 +436,16 @@ mod tests {
         assert!(RingServer::from_twemproxy("127.0.0.1:11212").is_err());
         assert!(RingServer::from_twemproxy("127.0.0.1:11212:+1").is_err());
         assert!(RingServer::from_twemproxy("/tmp/mc.sock:1").is_err());
+    }
+
+    // Expected order: string_compare in nc_string.c (length first, then strncmp).
+    #[test]
+    fn servers_are_in_twemproxys_name_order() {
+        let s: Vec<RingServer> = ["127.0.0.1:10000", "cache-b", "127.0.0.1:9999", "cache-aa", "cache-a"]
+            .iter()
+            .map(|n| RingServer::new(*n, 1))
+            .collect();
+        assert_eq!(RingServer::twemproxy_order(&s), [4, 1, 3, 2, 0]);
     }
 
     // Expected counts: Python, each f32 step rounded with struct.pack('f', ...):

@@ -5,7 +5,8 @@
 //! 1. With one server, that server (nothing is hashed).
 //! 2. With a hash tag, the part of the key inside it ([`HashTag::hashed_part`]).
 //! 3. The key hash of that part, or 0 for an empty one (`server_pool_hash`).
-//! 4. The distribution's dispatch: ketama's ring ([`Ring`]), modula's continuum ([`Modula`]), or
+//! 4. The distribution's dispatch: ketama's ring ([`Ring`]), modula's continuum ([`Modula`],
+//!    whose servers are in twemproxy's order, sorted by name, not the order configured), or
 //!    for `random` a server drawn at random, whatever the key (`random_dispatch`: one point per
 //!    server, weights ignored, as nutcracker 0.5.0 does).
 //!
@@ -52,10 +53,7 @@ impl Placement {
             Distribution::All | Distribution::Ketama => {
                 Dispatch::Ketama(Ring::new(servers, hash).map_err(|e| e.to_string())?)
             }
-            Distribution::Modula => {
-                let weights: Vec<u32> = servers.iter().map(|s| s.weight).collect();
-                Dispatch::Modula(Modula::new(&weights)?)
-            }
+            Distribution::Modula => Dispatch::Modula(Modula::new(servers)?),
             Distribution::Random if servers.is_empty() => return Err("random: no servers".into()),
             Distribution::Random => Dispatch::Random,
         };
@@ -142,8 +140,8 @@ mod tests {
         }
     }
 
-    // Expected: the modula continuum written out (weights 1,2,3,4: 10 points) and the hash
-    // function's own value of the key.
+    // Expected: the modula continuum written out (s0..s3 of weights 1,2,3,4: 10 points) and the
+    // hash function's own value of the key.
     #[test]
     fn modula_places_on_hash_mod_total_weight() {
         let continuum = [0, 1, 1, 2, 2, 2, 3, 3, 3, 3];
