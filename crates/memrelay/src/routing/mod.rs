@@ -189,6 +189,9 @@ impl Router {
                 for (i, key) in request.keys(buf).enumerate() {
                     let owner = self.primary_avoiding(key, repairing, &mut out.replicas);
                     out.key_owner.push(owner);
+                    if self.is_random() {
+                        continue; // the server drawn is the key's only one
+                    }
                     self.write_targets(key, &mut out.replicas);
                     out.touches.extend(out.replicas.iter().filter(|&&s| s != owner).map(|&s| (i, s)));
                 }
@@ -486,5 +489,63 @@ mod tests {
             let ((_, pa), (_, pb)) = (route(&by_position, line.as_bytes(), 0), route(&by_id, line.as_bytes(), 0));
             assert_eq!(pa.targets.iter().map(|&p| id(p)).collect::<Vec<_>>(), pb.targets);
         }
+    }
+
+    fn placed(distribution: Distribution, replication: usize) -> Router {
+        let servers: Vec<Endpoint> = (1..=4).map(Endpoint::local).collect();
+        let routing = Routing {
+            sharded: true,
+            distribution,
+            hash: ketama::KeyHash::Crc32a,
+            hash_tag: Some("{}".parse().unwrap()),
+            replication,
+            read_from: ReadFrom::Primary,
+            failover: false,
+            write_policies: WritePolicies::default(),
+        };
+        Router::new(&routing, &servers).unwrap()
+    }
+
+    #[test]
+    fn modula_routes_keys_to_their_replicas_as_ketama_does() {
+        let r = placed(Distribution::Modula, 2);
+        let mut replicas = Vec::new();
+        for key in ["a", "b", "user:{7}:x", "user:{7}:y"] {
+            r.replicas(key.as_bytes(), &mut replicas);
+            assert_eq!(replicas.len(), 2);
+            let (plan, out) = route(&r, format!("set {key} 0 0 1\r\nx\r\n").as_bytes(), 0);
+            assert_eq!((plan, &out.targets), (Plan::Replicate, &replicas), "{key}");
+            assert_eq!(route(&r, format!("get {key}\r\n").as_bytes(), 3).0, Plan::Forward(replicas[0]));
+        }
+        // The hash tag: both keys of tag 7 on the same servers.
+        let (_, a) = route(&r, b"set user:{7}:x 0 0 1\r\nx\r\n", 0);
+        let (_, b) = route(&r, b"set user:{7}:y 0 0 1\r\nx\r\n", 0);
+        assert_eq!(a.targets, b.targets);
+    }
+
+    #[test]
+    fn random_sends_every_request_to_one_server_drawn() {
+        let r = placed(Distribution::Random, 1);
+        let mut seen = [false; 4];
+        for _ in 0..200 {
+            for line in [&b"set k 0 0 1\r\nx\r\n"[..], b"get k\r\n", b"gets k\r\n", b"mg k v\r\n", b"delete k\r\n"] {
+                let (plan, out) = route(&r, line, 0);
+                let server = match plan {
+                    Plan::Forward(server) => server,
+                    Plan::Replicate => {
+                        assert_eq!(out.targets.len(), 1, "{line:?}");
+                        out.targets[0]
+                    }
+                    other => panic!("{line:?}: {other:?}"),
+                };
+                seen[server] = true;
+            }
+            let (_, out) = route(&r, b"cas k 0 0 1 5\r\nx\r\n", 0);
+            assert_eq!(out.targets.len(), 1);
+            // A multi-key gat: each key answered by one server drawn, touched nowhere else.
+            let (_, out) = route(&r, b"gat 10 a b c d e\r\n", 0);
+            assert!(out.touches.is_empty());
+        }
+        assert_eq!(seen, [true; 4], "every server is drawn");
     }
 }
