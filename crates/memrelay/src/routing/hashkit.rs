@@ -320,7 +320,8 @@ mod tests {
         assert_eq!(fnv1_64(b"foobar"), 0xa4dd_a9c2); // 0x340d8765a4dda9c2
         assert_eq!(fnv1a_64(b"a"), 0x8601_ec8c); // fnv1a_64("a") = 0xaf63dc4c8601ec8c
         assert_eq!(fnv1a_64(b"foobar"), 0xf739_67e8); // 0x85944171f73967e8
-                                                      // One-at-a-time (Wikipedia's examples).
+
+        // One-at-a-time (Wikipedia's examples).
         assert_eq!(one_at_a_time(b"a"), 0xca2e_9442);
         assert_eq!(one_at_a_time(b"The quick brown fox jumps over the lazy dog"), 0x519e_91f5);
         // lookup3.c's own driver5: hashlittle over "" and the "Four score" sentence.
