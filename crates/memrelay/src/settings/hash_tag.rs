@@ -35,7 +35,7 @@ impl FromStr for HashTag {
         match *text.as_bytes() {
             [open, close] => Ok(HashTag { open, close }),
             _ => Err(format!(
-                "a hash tag is exactly two characters (bytes), the opening and the closing one, like \"{{}}\"; {text:?} is {} bytes",
+                "a hash tag is exactly two characters (bytes), the opening and the closing one, like \"{{}}\", not {text:?} ({} bytes)",
                 text.len()
             )),
         }
