@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use memrelay::settings::{
-    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, GutterSettings, Measurement, NamedPool, PrefixRoute,
-    ReadFrom, Replication, Routing, Settings, WritePolicy, DEFAULT_POOL,
+    ClientLimits, Distribution, Endpoint, Engine, EngineSettings, GutterSettings, HashTag, Measurement, NamedPool,
+    PrefixRoute, ReadFrom, Replication, Routing, Settings, WritePolicy, DEFAULT_POOL,
 };
 use memrelay::KeyHash;
 
@@ -35,7 +35,7 @@ pub struct Args {
     pub listen: String,
 
     /// A memcached server (repeat for several), `HOST:PORT[:WEIGHT] [NAME]` as in twemproxy: the
-    /// weight is its share of the keys with ketama, the name is what the ring hashes (so a server
+    /// weight is its share of the keys with ketama and modula, the name is what the ring hashes (so a server
     /// can move to another address and keep its keys) and what logs and metrics call it.
     #[arg(long = "server", required = true, value_name = "HOST:PORT[:WEIGHT] [NAME]")]
     pub servers: Vec<String>,
@@ -59,23 +59,32 @@ pub struct Args {
     pub sharded: bool,
 
     /// Where keys live: `all` writes every key to every server; `ketama` places keys on a
-    /// consistent-hash ring (as twemproxy does) with `--replication` copies.
+    /// consistent-hash ring and `modula` on `hash % total weight` (both as twemproxy does) with
+    /// `--replication` copies; `random` sends every request to a server drawn at random (as
+    /// twemproxy does: weights ignored, one copy).
     #[arg(long, value_enum, default_value_t = DistributionArg::All)]
     pub distribution: DistributionArg,
 
-    /// Key hash for the ketama ring (twemproxy's `hash:` setting).
-    #[arg(long, default_value = "md5", value_name = "md5|fnv1a_64")]
+    /// Key hash of ketama and modula (twemproxy's `hash:`, computed as nutcracker does): md5,
+    /// one_at_a_time, crc16, crc32, crc32a, fnv1_64, fnv1a_64, fnv1_32, fnv1a_32, hsieh, murmur,
+    /// jenkins.
+    #[arg(long, default_value = "md5", value_name = "NAME")]
     pub hash: KeyHash,
 
-    /// Copies of each key with ketama: a number from 1 to the number of servers, `half` or `all`.
+    /// Two characters around the part of a key that is hashed (twemproxy's `hash_tag:`): with
+    /// `{}`, `user:{42}:name` is placed by `42`; a key without a non-empty tag by all of it.
+    #[arg(long, value_name = "XY")]
+    pub hash_tag: Option<HashTag>,
+
+    /// Copies of each key with ketama or modula: a number from 1 to the number of servers, `half` or `all`.
     #[arg(long, default_value = "1", value_name = "R|half|all")]
     pub replication: Replication,
 
-    /// Which replica serves a read with ketama.
+    /// Which replica serves a read with ketama or modula.
     #[arg(long, value_enum, default_value_t = ReadFromArg::Primary)]
     pub read_from: ReadFromArg,
 
-    /// With ketama: retry a failed read on the key's next replica before answering SERVER_ERROR.
+    /// With ketama or modula: retry a failed read on the key's next replica before answering SERVER_ERROR.
     #[arg(long)]
     pub failover: bool,
 
@@ -295,6 +304,8 @@ pub enum EngineArg {
 pub enum DistributionArg {
     All,
     Ketama,
+    Modula,
+    Random,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -339,6 +350,7 @@ impl Args {
             sharded: self.sharded,
             distribution: self.distribution,
             hash: self.hash,
+            hash_tag: self.hash_tag,
             replication: self.replication,
             read_from,
             failover: self.failover,
@@ -367,6 +379,20 @@ impl Args {
                         known.join(", ")
                     ));
                 }
+            }
+        }
+        // One server drawn per request keeps no replica a write policy could repair.
+        let random = |name: &str| match pools.iter().find(|p| p.name == name) {
+            Some(pool) => pool.routing.distribution == Distribution::Random,
+            None => routing.distribution == Distribution::Random,
+        };
+        for route in &self.routes {
+            let pool = route.pool.as_deref().unwrap_or(DEFAULT_POOL);
+            if random(pool) && route.write_policy.is_some_and(|p| p != WritePolicy::All) {
+                return Err(format!(
+                    "the route `{}`: the pool `{pool}` draws a server per request (distribution random) and takes only the write policy `all`",
+                    String::from_utf8_lossy(&route.prefix)
+                ));
             }
         }
         if !(self.stats_window > 0.0 && self.stats_window <= 3600.0) {
@@ -525,6 +551,7 @@ struct RoutingOptions {
     sharded: bool,
     distribution: DistributionArg,
     hash: KeyHash,
+    hash_tag: Option<HashTag>,
     replication: Replication,
     read_from: ReadFrom,
     failover: bool,
@@ -538,24 +565,46 @@ impl RoutingOptions {
         let distribution = match self.distribution {
             DistributionArg::All => Distribution::All,
             DistributionArg::Ketama => Distribution::Ketama,
+            DistributionArg::Modula => Distribution::Modula,
+            DistributionArg::Random => Distribution::Random,
         };
-        // With `all` a failed read is never retried on another server (only a repairing write
-        // policy turns failover on there): the option would be accepted and do nothing.
-        if distribution == Distribution::All && self.failover {
-            return Err(format!(
-                "{dashes}failover needs {dashes}distribution ketama (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
-            ));
-        }
-        if distribution == Distribution::All && self.replication != Replication::Count(1) {
-            return Err(format!(
-                "{dashes}replication needs {dashes}distribution ketama (with `all`, every server has every key)"
-            ));
+        let one_copy = self.replication == Replication::Count(1);
+        let problem = match distribution {
+            Distribution::Ketama | Distribution::Modula => None,
+            // With `all` a failed read is never retried on another server (only a repairing
+            // write policy turns failover on there): the option would be accepted and do nothing.
+            Distribution::All if self.failover => Some(format!(
+                "{dashes}failover needs {dashes}distribution ketama or modula (with `all` no read is retried on another server; a write policy that repairs fails over by itself)"
+            )),
+            Distribution::All if !one_copy => Some(format!(
+                "{dashes}replication needs {dashes}distribution ketama or modula (with `all`, every server has every key)"
+            )),
+            Distribution::All => None,
+            // A random server per request: a key has no servers of its own, so nothing can be
+            // replicated, failed over to, repaired or hashed.
+            Distribution::Random if !one_copy => Some(format!(
+                "{dashes}replication needs {dashes}distribution ketama or modula (with `random` every request goes to one server drawn at random: a key has no replicas)"
+            )),
+            Distribution::Random if self.failover => Some(format!(
+                "{dashes}failover needs {dashes}distribution ketama or modula (with `random` a key has no next replica to retry on)"
+            )),
+            Distribution::Random if self.write_policy != WritePolicy::All => Some(format!(
+                "{dashes}distribution random takes only the write policy `all` (with one server drawn per request there is no replica to repair)"
+            )),
+            Distribution::Random if self.hash_tag.is_some() => Some(format!(
+                "{dashes}hash-tag needs {dashes}distribution ketama or modula (with `random` no key is hashed)"
+            )),
+            Distribution::Random => None,
+        };
+        if let Some(problem) = problem {
+            return Err(problem);
         }
         let replication = self.replication.resolve(servers).map_err(|e| e.replace("--", dashes))?;
         Ok(Routing {
             sharded: self.sharded,
             distribution,
             hash: self.hash,
+            hash_tag: self.hash_tag,
             replication,
             read_from: self.read_from,
             failover: self.failover,
@@ -592,8 +641,18 @@ fn server_list(specs: &[String], tls: bool, taken: &mut Vec<Endpoint>, what: &st
 }
 
 /// The keys a `[pools.NAME]` table (a `--pool` inline table) takes.
-const POOL_KEYS: [&str; 9] =
-    ["name", "servers", "sharded", "distribution", "hash", "replication", "read_from", "failover", "write_policy"];
+const POOL_KEYS: [&str; 10] = [
+    "name",
+    "servers",
+    "sharded",
+    "distribution",
+    "hash",
+    "hash_tag",
+    "replication",
+    "read_from",
+    "failover",
+    "write_policy",
+];
 
 /// A pool from its inline table (`--pool`); its servers are checked against `taken`.
 fn named_pool(text: &str, tls: bool, taken: &mut Vec<Endpoint>) -> Result<NamedPool, String> {
@@ -646,6 +705,7 @@ fn named_pool(text: &str, tls: bool, taken: &mut Vec<Endpoint>) -> Result<NamedP
         distribution: <DistributionArg as ValueEnum>::from_str(&parsed("distribution", "all")?, false)
             .map_err(|e| bad(format!("distribution: {e}")))?,
         hash: parsed("hash", "md5")?.parse().map_err(|e| bad(format!("{e}")))?,
+        hash_tag: text_of("hash_tag")?.map(|t| t.parse()).transpose().map_err(bad)?,
         replication: parsed("replication", "1")?.parse().map_err(|e: String| bad(e))?,
         read_from: match parsed("read_from", "primary")?.as_str() {
             "primary" => ReadFrom::Primary,
@@ -745,5 +805,51 @@ mod tests {
         let half = settings(&[&two[..], &["--replication", "half"]].concat()).unwrap();
         assert_eq!(half.routing.replication, 1);
         assert!(settings(&[&two[..], &["--replication", "3"]].concat()).unwrap_err().contains("more than"));
+    }
+
+    #[test]
+    fn every_twemproxy_hash_and_distribution_is_taken() {
+        let two = ["--server", "127.0.0.1:1:2", "--server", "127.0.0.1:2"];
+        for hash in memrelay::KeyHash::ALL {
+            for distribution in ["all", "ketama", "modula", "random"] {
+                let args = [&two[..], &["--hash", hash.as_str(), "--distribution", distribution]].concat();
+                let s = settings(&args).unwrap();
+                assert_eq!((s.routing.hash, s.routing.distribution.name()), (hash, distribution));
+            }
+        }
+        let error = Args::try_parse_from(["memrelay", "--server", "a:1", "--hash", "sha1"]).unwrap_err();
+        assert!(error_line(&error).contains("jenkins"), "{}", error_line(&error));
+    }
+
+    #[test]
+    fn a_hash_tag_is_two_characters() {
+        let base = ["--server", "127.0.0.1:1", "--distribution", "modula"];
+        let s = settings(&[&base[..], &["--hash-tag", "{}"]].concat()).unwrap();
+        assert_eq!(s.routing.hash_tag, Some("{}".parse().unwrap()));
+        assert_eq!(settings(&base).unwrap().routing.hash_tag, None);
+        for bad in ["{", "{}}", ""] {
+            let error = Args::try_parse_from([&["memrelay"], &base[..], &["--hash-tag", bad]].concat()).unwrap_err();
+            assert!(error_line(&error).contains("exactly two"), "{bad:?}: {}", error_line(&error));
+        }
+    }
+
+    #[test]
+    fn modula_replicates_as_ketama_does_and_random_refuses_what_it_cannot_do() {
+        let three = ["--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--server", "127.0.0.1:3"];
+        let modula = [&three[..], &["--distribution", "modula"]].concat();
+        let s = settings(&[&modula[..], &["--replication", "2", "--failover", "--write-policy", "majority"]].concat());
+        assert_eq!(s.unwrap().routing.replication, 2);
+        let random = [&three[..], &["--distribution", "random"]].concat();
+        assert!(settings(&random).is_ok());
+        for (extra, says) in [
+            (&["--replication", "2"][..], "no replicas"),
+            (&["--failover"][..], "no next replica"),
+            (&["--write-policy", "primary"][..], "write policy `all`"),
+            (&["--route", "s:=majority"][..], "write policy `all`"),
+            (&["--hash-tag", "{}"][..], "no key is hashed"),
+        ] {
+            let error = settings(&[&random[..], extra].concat()).unwrap_err();
+            assert!(error.contains(says), "{extra:?}: {error}");
+        }
     }
 }

@@ -274,6 +274,16 @@ mod tests {
     }
 
     #[test]
+    fn placement_keys_are_twemproxys() {
+        let text = "servers = [\"a:1:2 alpha\"]\ndistribution = \"modula\"\nhash = \"murmur\"\nhash_tag = \"{}\"\n";
+        let got = expanded(text, &[]).unwrap();
+        let joined = got.join(" ");
+        for part in ["--distribution modula", "--hash murmur", "--hash-tag {}", "--server a:1:2 alpha"] {
+            assert!(joined.contains(part), "{joined}");
+        }
+    }
+
+    #[test]
     fn bad_files_say_where_and_why() {
         let unknown = expanded("servers = [\"a:1\"]\nserver_timout_ms = 5\n", &[]).unwrap_err();
         assert!(unknown.contains("unknown key `server_timout_ms`"), "{unknown}");

@@ -180,6 +180,7 @@ fn router(mode: u8) -> Router {
         sharded: mode / 16 % 3 == 1,
         distribution: if ketama { Distribution::Ketama } else { Distribution::All },
         hash: KeyHash::Md5,
+        hash_tag: None,
         replication: if ketama { 2 } else { 1 },
         read_from: ReadFrom::Primary,
         failover: false,

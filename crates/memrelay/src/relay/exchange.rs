@@ -380,7 +380,8 @@ impl Exchange {
                 return step;
             }
         }
-        if win::applies(request, self.plan) {
+        // With `random` no server is the key's own: the answer drawn stands, as in twemproxy.
+        if win::applies(request, self.plan) && !router.is_random(&self.key) {
             // A balanced mg a replica answered with win/stale flags: the primary's answer counts.
             if let Answer::Replied(reply, bytes) = answer(0) {
                 if win::carries_win_flags(&reply, bytes) {
@@ -410,7 +411,11 @@ impl Exchange {
                 }
             }
         }
-        if self.plan == Plan::PrimaryFirst && matches!(answer(0), Answer::Replied(reply, _) if primary_took(&reply)) {
+        // With `random` the server drawn is the only one: another draw would copy to a stranger.
+        if self.plan == Plan::PrimaryFirst
+            && !router.is_random(&self.key)
+            && matches!(answer(0), Answer::Replied(reply, _) if primary_took(&reply))
+        {
             // The copies go to the key's other replicas; the server that took it stays target 0
             // with its answer, whichever replica stood in for the primary.
             let leader = self.route.targets[0];
@@ -576,6 +581,7 @@ mod tests {
             sharded: false,
             distribution: Distribution::All,
             hash: KeyHash::Md5,
+            hash_tag: None,
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: true,
@@ -720,6 +726,34 @@ mod tests {
         assert_eq!(step, Step::Send { from: 1, deadline: t1 + TIMEOUT });
         assert_eq!(ex.targets().len(), 3);
         assert_eq!(ex.targets()[0], primary(&router, b"k"), "the primary keeps its answer as target 0");
+    }
+
+    #[test]
+    fn with_random_a_cas_is_one_servers_and_copied_nowhere() {
+        let servers: Vec<Endpoint> = (1..=3).map(Endpoint::local).collect();
+        let routing = Routing {
+            sharded: false,
+            distribution: Distribution::Random,
+            hash: KeyHash::Md5,
+            hash_tag: None,
+            replication: 1,
+            read_from: ReadFrom::Primary,
+            failover: false,
+            write_policy: WritePolicy::All,
+        };
+        let router = Router::new(&routing, &servers).unwrap();
+        let (fake, now) = (Fake::default(), Instant::now());
+        for line in [&b"cas k 0 0 1 5\r\nx\r\n"[..], b"ms k 1 C5\r\nx\r\n"] {
+            for _ in 0..20 {
+                let mut ex = Exchange::default();
+                assert!(matches!(start(&mut ex, line, 0, &router, &fake, now), Step::Send { from: 0, .. }));
+                assert_eq!(ex.targets().len(), 1, "{line:?}");
+                let took = [Said::Reply(Expect::Line, b"STORED\r\n")];
+                let took = if line.starts_with(b"ms") { [Said::Reply(Expect::Meta, b"HD\r\n")] } else { took };
+                assert_eq!(next(&mut ex, line, &router, &fake, &took, now), Step::Finish, "{line:?}");
+                assert_eq!(ex.targets().len(), 1, "{line:?}");
+            }
+        }
     }
 
     #[test]

@@ -87,6 +87,7 @@ mod tests {
             sharded: false,
             distribution,
             hash: KeyHash::Md5,
+            hash_tag: None,
             replication,
             read_from: ReadFrom::Primary,
             failover,

@@ -2,14 +2,14 @@
 //! servers are its R replicas, placed exactly as twemproxy (`nutcracker`)
 //! places keys with `distribution: ketama` in front of the same server list.
 //!
-//! This module owns the continuum (the ring), the key hash functions and the
-//! naming of servers on the ring. It is pure: no I/O, and after [`Ring::new`]
+//! This module owns the continuum (the ring) and the naming of servers on the
+//! ring (the key hash functions are [`crate::routing::hashkit`]'s). It is pure: no I/O, and after [`Ring::new`]
 //! no allocation ([`Ring::primary`] and [`Ring::replicas`] are hot-path safe).
 //!
 //! # How it matches twemproxy
 //!
 //! Read from twemproxy's source (`src/hashkit/nc_ketama.c`, `nc_md5.c`,
-//! `nc_fnv.c`, `src/nc_conf.c`, `src/nc_server.c`):
+//! `src/nc_conf.c`, `src/nc_server.c`):
 //!
 //! - **Server names.** The string hashed onto the ring is the server's
 //!   *name*: the text after the weight in a `servers:` line
@@ -33,21 +33,18 @@
 //!   first point whose value is `>=` the key's hash, wrapping to the first
 //!   point past the end (`ketama_dispatch`). A one-server pool always gives
 //!   server 0 (`server_pool_idx`).
-//! - **Key hash** (`hash:` in twemproxy, [`KeyHash`]): `md5` is the first four
-//!   digest bytes as a little-endian `u32` (`hash_md5`); `fnv1a_64` is FNV-1a
-//!   computed in 32 bits: offset basis and prime truncated to their low 32 bits
-//!   (`hash_fnv1a_64` returns `uint32_t`), which equals the low 32 bits of the
-//!   real 64-bit FNV-1a for ASCII keys. Each key byte goes through C `char`
-//!   then `uint32_t`, so on targets where `char` is signed (x86-64) bytes
-//!   ≥ 0x80 are sign-extended before the xor; this module does the same through
-//!   [`core::ffi::c_char`], so it agrees with a twemproxy built for the same
-//!   target.
+//! - **Key hash** (`hash:` in twemproxy, [`KeyHash`]): any of twemproxy's twelve, computed as
+//!   nutcracker computes them ([`crate::routing::hashkit`] says how, C `char` quirks included).
+//!   The points are always MD5, whatever the key hash.
 //! - **Ties.** Two points with the same value (about 3 rings in 100,000 for
-//!   three servers) keep build order. twemproxy leaves their order to `qsort`,
+//!   three servers) keep build order, twemproxy's server order (sorted by name,
+//!   [`RingServer::twemproxy_order`]). twemproxy leaves their order to `qsort`,
 //!   which in glibc before 2.37 is a stable merge sort, so the same.
 //!
-//! Not covered: twemproxy's `hash_tag` (the whole key is always hashed) and
-//! `auto_eject_hosts` (the ring is built from every server given).
+//! The ring hashes the key it is given: twemproxy's `hash_tag`, and its rule that an empty key
+//! hashes to 0, are the placement's ([`crate::routing::placement`]), which hands the ring a hash
+//! ([`Ring::primary_of_hash`]). Not covered: `auto_eject_hosts` (the ring is built from every
+//! server given).
 //!
 //! # Replicas
 //!
@@ -59,7 +56,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::net::SocketAddr;
 
-use crate::settings::key_hash::md5_words;
+use crate::routing::hashkit::md5_words;
 pub use crate::settings::key_hash::KeyHash;
 
 /// Points per server at equal weights (`KETAMA_POINTS_PER_SERVER`).
@@ -130,6 +127,20 @@ impl RingServer {
             Some(name) => RingServer::new(name, weight),
             None => named,
         })
+    }
+
+    /// The order twemproxy keeps a pool's servers in: by name, a shorter name first, then byte
+    /// by byte (`conf_validate_server` sorts them with `string_compare` to find duplicates), so
+    /// `127.0.0.1:9999` comes before `127.0.0.1:10000` and `cache-b` before `cache-aa`. Modula's
+    /// continuum follows it, and so does the build order of the ketama ring (which decides ties).
+    /// Returns the indices of `servers` in that order.
+    pub fn twemproxy_order(servers: &[RingServer]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (servers[a].name.as_bytes(), servers[b].name.as_bytes());
+            a.len().cmp(&b.len()).then(a.cmp(b))
+        });
+        order
     }
 }
 
@@ -219,7 +230,9 @@ impl Ring {
         let npoints: usize = points.iter().map(|&p| p as usize).sum();
         let mut continuum: Vec<(u32, u32)> = Vec::with_capacity(npoints);
         let mut host = Vec::with_capacity(MAX_HOSTLEN);
-        for (index, (server, &npts)) in servers.iter().zip(points.iter()).enumerate() {
+        // In twemproxy's server order, so that equal point values keep its order.
+        for index in RingServer::twemproxy_order(servers) {
+            let (server, npts) = (&servers[index], points[index]);
             for group in 0..npts / POINTS_PER_HASH {
                 host.clear();
                 write!(host, "{}-{}", server.name, group).expect("write to Vec");
@@ -282,19 +295,35 @@ impl Ring {
         }
     }
 
-    /// The index of `key`'s primary server, the one twemproxy sends it to.
+    /// The index of `key`'s primary server, the one twemproxy sends it to (the whole key hashed
+    /// with the ring's [`KeyHash`]).
     #[inline]
     pub fn primary(&self, key: &[u8]) -> usize {
         if self.points.len() == 1 {
             return 0;
         }
-        self.owners[self.position(self.hash.hash(key))] as usize
+        self.primary_of_hash(self.hash.hash(key))
+    }
+
+    /// The index of the server owning the first point at or after `hash` (`ketama_dispatch`);
+    /// a one-server ring always answers 0.
+    #[inline]
+    pub fn primary_of_hash(&self, hash: u32) -> usize {
+        if self.points.len() == 1 {
+            return 0;
+        }
+        self.owners[self.position(hash)] as usize
     }
 
     /// Writes `key`'s replicas into `out`: the primary first, then the next
     /// distinct servers clockwise. Writes `min(r, out.len(), servers with
     /// points)` indices and returns how many. Does not allocate.
     pub fn replicas(&self, key: &[u8], r: usize, out: &mut [usize]) -> usize {
+        self.replicas_of_hash(self.hash.hash(key), r, out)
+    }
+
+    /// [`Ring::replicas`] of the key whose hash is `hash`.
+    pub fn replicas_of_hash(&self, hash: u32, r: usize, out: &mut [usize]) -> usize {
         let want = r.min(out.len()).min(self.on_ring);
         if want == 0 {
             return 0;
@@ -304,7 +333,7 @@ impl Ring {
             return 1;
         }
         let len = self.values.len();
-        let mut at = self.position(self.hash.hash(key));
+        let mut at = self.position(hash);
         let mut n = 0;
         for _ in 0..len {
             let server = self.owners[at] as usize;
@@ -381,16 +410,6 @@ mod tests {
         assert_eq!(KeyHash::Fnv1a64.hash(b"key:\xe9t\xe9"), word);
     }
 
-    #[test]
-    fn key_hash_from_str() {
-        assert_eq!("md5".parse::<KeyHash>(), Ok(KeyHash::Md5));
-        assert_eq!("fnv1a_64".parse::<KeyHash>(), Ok(KeyHash::Fnv1a64));
-        assert!("fnv1a_32".parse::<KeyHash>().is_err());
-        assert!("MD5".parse::<KeyHash>().is_err());
-        assert_eq!(KeyHash::default(), KeyHash::Md5);
-        assert_eq!(KeyHash::Fnv1a64.to_string(), "fnv1a_64");
-    }
-
     // Expected names read from twemproxy's conf_add_server (src/nc_conf.c).
     #[test]
     fn server_names_as_twemproxy() {
@@ -417,6 +436,16 @@ mod tests {
         assert!(RingServer::from_twemproxy("127.0.0.1:11212").is_err());
         assert!(RingServer::from_twemproxy("127.0.0.1:11212:+1").is_err());
         assert!(RingServer::from_twemproxy("/tmp/mc.sock:1").is_err());
+    }
+
+    // Expected order: string_compare in nc_string.c (length first, then strncmp).
+    #[test]
+    fn servers_are_in_twemproxys_name_order() {
+        let s: Vec<RingServer> = ["127.0.0.1:10000", "cache-b", "127.0.0.1:9999", "cache-aa", "cache-a"]
+            .iter()
+            .map(|n| RingServer::new(*n, 1))
+            .collect();
+        assert_eq!(RingServer::twemproxy_order(&s), [4, 1, 3, 2, 0]);
     }
 
     // Expected counts: Python, each f32 step rounded with struct.pack('f', ...):

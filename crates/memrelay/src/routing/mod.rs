@@ -1,7 +1,8 @@
 //! Routing: which servers a request goes to. Pure functions, no I/O, shared by both engines:
 //! [`Router::route`] turns a parsed request into a [`Plan`] (forward to one server, replicate to
 //! several, split a multi-get, cas on the primary then copy, or answer locally). Keys are placed
-//! by [`ketama`]; how the replies are put back together is [`crate::relay`]'s.
+//! by [`placement`] (ketama, modula or random, twemproxy's hash and hash tag); how the replies
+//! are put back together is [`crate::relay`]'s.
 //!
 //! Round robin is an input (`rr`, one counter kept by the caller, seed 000 section 1.3), so a
 //! route is a function of the request and that number alone; so is the set of servers reads
@@ -10,8 +11,11 @@
 //! the key's primary (cas values, win tokens) go to its first replica that is not.
 
 pub mod explain;
+pub mod hashkit;
 pub mod ketama;
 pub(crate) mod local;
+pub mod modula;
+pub mod placement;
 mod routes;
 
 pub use routes::Router;
@@ -19,7 +23,8 @@ pub use routes::Router;
 use memrelay_protocol::{Command, Request};
 
 use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
-use ketama::{Ring, RingServer};
+use ketama::RingServer;
+use placement::Placement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -65,8 +70,9 @@ pub struct ServerPool {
     read_from: ReadFrom,
     write_policy: WritePolicy,
     fails_over: bool,
-    /// The ring also names the primary of a key for `gets`/`cas` with `--distribution all`.
-    ring: Ring,
+    /// Where keys live; with `--distribution all` it still names the primary of a key for
+    /// `gets`/`cas` (from a ketama ring).
+    placement: Placement,
 }
 
 impl ServerPool {
@@ -83,7 +89,7 @@ impl ServerPool {
             };
             ring_servers.push(ring_server);
         }
-        let ring = Ring::new(&ring_servers, routing.hash).map_err(|e| e.to_string())?;
+        let placement = Placement::new(routing.distribution, &ring_servers, routing.hash, routing.hash_tag)?;
         Ok(ServerPool {
             servers: servers.len(),
             ids,
@@ -93,7 +99,7 @@ impl ServerPool {
             read_from: routing.read_from,
             write_policy: routing.write_policy,
             fails_over: routing.fails_over(),
-            ring,
+            placement,
         })
     }
 
@@ -149,7 +155,7 @@ impl ServerPool {
                 }
                 self.split_by_owner(out)
             }
-            Command::Get if self.distribution == Distribution::Ketama => {
+            Command::Get if self.distribution != Distribution::All => {
                 for (i, key) in request.keys(buf).enumerate() {
                     let owner = self.read_server(key, rr.wrapping_add(i), &mut out.replicas, repairing);
                     out.key_owner.push(owner);
@@ -183,6 +189,9 @@ impl ServerPool {
                 for (i, key) in request.keys(buf).enumerate() {
                     let owner = self.primary_avoiding(key, repairing, &mut out.replicas);
                     out.key_owner.push(owner);
+                    if self.is_random() {
+                        continue; // the server drawn is the key's only one
+                    }
                     self.write_targets(key, &mut out.replicas);
                     out.touches.extend(out.replicas.iter().filter(|&&s| s != owner).map(|&s| (i, s)));
                 }
@@ -217,7 +226,7 @@ impl ServerPool {
                 } else if meta.return_cas || meta.recache {
                     // The cas value, and the win token of recache coordination, are one server's.
                     Plan::Forward(self.primary_avoiding(&key, repairing, &mut out.replicas))
-                } else if self.distribution == Distribution::Ketama {
+                } else if self.distribution != Distribution::All {
                     Plan::Forward(self.read_server(&key, rr, &mut out.replicas, repairing))
                 } else {
                     Plan::Forward(self.in_turn(rr, repairing))
@@ -258,7 +267,7 @@ impl ServerPool {
                 targets.push(primary);
                 targets.extend(self.ids.iter().filter(|&&s| s != primary));
             }
-            Distribution::Ketama => self.replicas(key, targets),
+            Distribution::Ketama | Distribution::Modula | Distribution::Random => self.replicas(key, targets),
         }
     }
 
@@ -269,15 +278,16 @@ impl ServerPool {
         lead_with_unrepaired(targets, repairing);
     }
 
-    /// The key's replicas on the ring, primary first (with `all`: every server, primary first).
+    /// The key's replicas, primary first (with `all`: every server, primary first; with
+    /// `random`: the one server drawn for this request).
     pub fn replicas(&self, key: &[u8], out: &mut Vec<usize>) {
         let copies = match self.distribution {
             Distribution::All => self.servers,
-            Distribution::Ketama => self.replication,
+            Distribution::Ketama | Distribution::Modula | Distribution::Random => self.replication,
         };
         out.clear();
         out.resize(copies, 0);
-        let found = self.ring.replicas(key, copies, out);
+        let found = self.placement.replicas(key, copies, out);
         out.truncate(found);
         for position in out.iter_mut() {
             *position = self.ids[*position];
@@ -286,7 +296,13 @@ impl ServerPool {
 
     /// The key's primary server (its id).
     fn primary(&self, key: &[u8]) -> usize {
-        self.ids[self.ring.primary(key)]
+        self.ids[self.placement.primary(key)]
+    }
+
+    /// Whether keys have no server of their own (`--distribution random`): every request draws
+    /// one, so no answer is worth asking a key's primary again for.
+    pub fn is_random(&self) -> bool {
+        self.placement.is_random()
     }
 
     pub(crate) fn read_server(
@@ -396,6 +412,7 @@ mod tests {
             sharded,
             distribution: Distribution::All,
             hash: ketama::KeyHash::Md5,
+            hash_tag: None,
             replication: 1,
             read_from: ReadFrom::Primary,
             failover: false,
@@ -475,6 +492,7 @@ mod tests {
             sharded: true,
             distribution: Distribution::Ketama,
             hash: ketama::KeyHash::Md5,
+            hash_tag: None,
             replication: 2,
             read_from: ReadFrom::Primary,
             failover: false,
@@ -492,5 +510,63 @@ mod tests {
             let ((_, pa), (_, pb)) = (route(&by_position, line.as_bytes(), 0), route(&by_id, line.as_bytes(), 0));
             assert_eq!(pa.targets.iter().map(|&p| id(p)).collect::<Vec<_>>(), pb.targets);
         }
+    }
+
+    fn placed(distribution: Distribution, replication: usize) -> Router {
+        let servers: Vec<Endpoint> = (1..=4).map(Endpoint::local).collect();
+        let routing = Routing {
+            sharded: true,
+            distribution,
+            hash: ketama::KeyHash::Crc32a,
+            hash_tag: Some("{}".parse().unwrap()),
+            replication,
+            read_from: ReadFrom::Primary,
+            failover: false,
+            write_policy: WritePolicy::All,
+        };
+        Router::new(&routing, &servers).unwrap()
+    }
+
+    #[test]
+    fn modula_routes_keys_to_their_replicas_as_ketama_does() {
+        let r = placed(Distribution::Modula, 2);
+        let mut replicas = Vec::new();
+        for key in ["a", "b", "user:{7}:x", "user:{7}:y"] {
+            r.replicas(key.as_bytes(), &mut replicas);
+            assert_eq!(replicas.len(), 2);
+            let (plan, out) = route(&r, format!("set {key} 0 0 1\r\nx\r\n").as_bytes(), 0);
+            assert_eq!((plan, &out.targets), (Plan::Replicate, &replicas), "{key}");
+            assert_eq!(route(&r, format!("get {key}\r\n").as_bytes(), 3).0, Plan::Forward(replicas[0]));
+        }
+        // The hash tag: both keys of tag 7 on the same servers.
+        let (_, a) = route(&r, b"set user:{7}:x 0 0 1\r\nx\r\n", 0);
+        let (_, b) = route(&r, b"set user:{7}:y 0 0 1\r\nx\r\n", 0);
+        assert_eq!(a.targets, b.targets);
+    }
+
+    #[test]
+    fn random_sends_every_request_to_one_server_drawn() {
+        let r = placed(Distribution::Random, 1);
+        let mut seen = [false; 4];
+        for _ in 0..200 {
+            for line in [&b"set k 0 0 1\r\nx\r\n"[..], b"get k\r\n", b"gets k\r\n", b"mg k v\r\n", b"delete k\r\n"] {
+                let (plan, out) = route(&r, line, 0);
+                let server = match plan {
+                    Plan::Forward(server) => server,
+                    Plan::Replicate => {
+                        assert_eq!(out.targets.len(), 1, "{line:?}");
+                        out.targets[0]
+                    }
+                    other => panic!("{line:?}: {other:?}"),
+                };
+                seen[server] = true;
+            }
+            let (_, out) = route(&r, b"cas k 0 0 1 5\r\nx\r\n", 0);
+            assert_eq!(out.targets.len(), 1);
+            // A multi-key gat: each key answered by one server drawn, touched nowhere else.
+            let (_, out) = route(&r, b"gat 10 a b c d e\r\n", 0);
+            assert!(out.touches.is_empty());
+        }
+        assert_eq!(seen, [true; 4], "every server is drawn");
     }
 }

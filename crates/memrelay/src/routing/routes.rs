@@ -318,6 +318,12 @@ impl Router {
         self.pool(key).fails_over()
     }
 
+    /// Whether `key`'s pool draws a server per request (`distribution = "random"`): no server
+    /// is the key's own.
+    pub fn is_random(&self, key: &[u8]) -> bool {
+        self.pool(key).is_random()
+    }
+
     /// Whether reads of `key` rotate over every server of its pool.
     pub fn reads_in_turn(&self, key: &[u8]) -> bool {
         self.pool(key).reads_in_turn()
@@ -490,6 +496,7 @@ mod tests {
             sharded: true,
             distribution,
             hash: KeyHash::Md5,
+            hash_tag: None,
             replication,
             read_from: ReadFrom::Primary,
             failover: false,

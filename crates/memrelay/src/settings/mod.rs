@@ -12,9 +12,11 @@ use serde_json::{json, Value};
 use access_rules::Rule;
 
 pub mod access_rules;
+pub mod hash_tag;
 pub mod key_hash;
 pub mod tls;
 
+pub use hash_tag::HashTag;
 pub use key_hash::KeyHash;
 
 /// memrelay's version, as `stats` reports it.
@@ -167,13 +169,20 @@ pub enum Distribution {
     All,
     /// Keys on a consistent-hash ring with `replication` copies.
     Ketama,
+    /// Keys on `hash % total weight` (twemproxy's `modula`) with `replication` copies.
+    Modula,
+    /// Every request to a server drawn at random (twemproxy's `random`), one copy.
+    Random,
 }
 
 impl Distribution {
+    /// The name the command line and twemproxy use.
     pub fn name(self) -> &'static str {
         match self {
             Distribution::All => "all",
             Distribution::Ketama => "ketama",
+            Distribution::Modula => "modula",
+            Distribution::Random => "random",
         }
     }
 }
@@ -394,20 +403,23 @@ pub struct Routing {
     pub sharded: bool,
     pub distribution: Distribution,
     pub hash: KeyHash,
+    /// The part of a key that is hashed (twemproxy's `hash_tag`); none: the whole key.
+    pub hash_tag: Option<HashTag>,
     /// Copies of each key with ketama, resolved against the number of servers.
     pub replication: usize,
     pub read_from: ReadFrom,
-    /// Retry a failed read on the key's next replica (ketama only).
+    /// Retry a failed read on the key's next replica (ketama and modula only).
     pub failover: bool,
     /// When a keyed write of the pool counts as done, unless its route says otherwise.
     pub write_policy: WritePolicy,
 }
 
 impl Routing {
-    /// Whether a failed read is retried on another replica: asked for with ketama, and always
-    /// under a write policy that repairs (a replica that cannot answer is expected there).
+    /// Whether a failed read is retried on another replica: asked for with ketama or modula, and
+    /// always under a write policy that repairs (a replica that cannot answer is expected there).
     pub fn fails_over(&self) -> bool {
-        (self.failover && self.distribution == Distribution::Ketama) || self.write_policy.repairs()
+        let replicated = matches!(self.distribution, Distribution::Ketama | Distribution::Modula);
+        (self.failover && replicated) || self.write_policy.repairs()
     }
 }
 
@@ -505,6 +517,7 @@ impl Settings {
             "sharded": self.routing.sharded,
             "distribution": self.routing.distribution.name(),
             "hash": self.routing.hash.to_string(),
+            "hash_tag": self.routing.hash_tag.map(|tag| tag.to_string()),
             "replication": self.routing.replication,
             "read_from": self.routing.read_from.name(),
             "failover": self.routing.failover,

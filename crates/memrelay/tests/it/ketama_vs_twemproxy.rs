@@ -1,4 +1,4 @@
-//! Black-box check of `memrelay::ketama` against the real twemproxy.
+//! Black-box check of `memrelay::ketama`, and of every placement, against the real twemproxy.
 //!
 //! Starts real memcached servers and a real `nutcracker` with
 //! `distribution: ketama` in front of them, stores keys through nutcracker,
@@ -8,6 +8,12 @@
 //! lines (`HOST:PORT:WEIGHT [NAME]`) must route it there. Runs with `hash: md5` and `hash: fnv1a_64`, equal and
 //! unequal weights, unnamed and named servers, and port 11211 (left out of
 //! the ring name by twemproxy).
+//!
+//! Then every placement, end to end: for each of twemproxy's twelve hashes, `ketama` and
+//! `modula`, with and without `hash_tag: "{}"`, keys stored through nutcracker and through a
+//! memrelay process with the same servers (weights 1 to 4, named and not) and options must land
+//! on the same memcached; `random`, which cannot be compared key by key, must spread keys evenly
+//! in both.
 //!
 //! Every process started here is killed when its guard drops, also when a
 //! test panics. Missing binaries fail the test with a hint to run `make deps`.
@@ -24,6 +30,8 @@ use std::time::{Duration, Instant};
 use memrelay::ketama::{KeyHash, Ring, RingServer};
 use memrelay::routing::Router;
 use memrelay::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
+
+use crate::common::Memrelay;
 
 const NKEYS: usize = 2000;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -145,21 +153,50 @@ impl Backend {
     }
 }
 
-/// Starts nutcracker in front of `backends` with `hash`; checks the config with `-t` first.
-fn start_nutcracker(dir: &Path, backends: &[Backend], hash: KeyHash) -> (Proc, SocketAddr) {
+/// A pool's placement settings, as twemproxy's configuration and memrelay's options say them.
+#[derive(Clone, Copy)]
+struct Pool {
+    hash: KeyHash,
+    distribution: &'static str,
+    hash_tag: Option<&'static str>,
+}
+
+impl Pool {
+    fn ketama(hash: KeyHash) -> Pool {
+        Pool { hash, distribution: "ketama", hash_tag: None }
+    }
+
+    /// The same settings as memrelay's options.
+    fn options(&self) -> Vec<&'static str> {
+        let mut options = vec!["--hash", self.hash.as_str(), "--distribution", self.distribution];
+        if let Some(tag) = self.hash_tag {
+            options.extend(["--hash-tag", tag]);
+        }
+        options
+    }
+}
+
+/// Starts nutcracker in front of `backends` with `pool`'s placement; checks the config with
+/// `-t` first.
+fn start_nutcracker(dir: &Path, backends: &[Backend], pool: Pool) -> (Proc, SocketAddr) {
     let bin = find_binary("nutcracker");
     let lo = Ipv4Addr::LOCALHOST;
+    let Pool { hash, distribution, hash_tag } = pool;
     for attempt in 0..10 {
         let listen = SocketAddr::from((lo, free_port(lo)));
         let stats = free_port(lo);
         let mut yml = format!(
-            "memrelay_test:\n  listen: {listen}\n  hash: {hash}\n  distribution: ketama\n  \
-             auto_eject_hosts: false\n  timeout: 3000\n  servers:\n"
+            "memrelay_test:\n  listen: {listen}\n  hash: {hash}\n  distribution: {distribution}\n  \
+             auto_eject_hosts: false\n  timeout: 3000\n"
         );
+        if let Some(tag) = hash_tag {
+            yml.push_str(&format!("  hash_tag: \"{tag}\"\n"));
+        }
+        yml.push_str("  servers:\n");
         for b in backends {
             yml.push_str(&format!("   - {}\n", b.line()));
         }
-        let conf = dir.join(format!("nutcracker-{hash}-{attempt}.yml"));
+        let conf = dir.join(format!("nutcracker-{hash}-{distribution}-{attempt}.yml"));
         fs::write(&conf, &yml).expect("write nutcracker config");
         let check = Command::new(&bin).arg("-t").arg("-c").arg(&conf).output().expect("run nutcracker -t");
         assert!(
@@ -167,7 +204,7 @@ fn start_nutcracker(dir: &Path, backends: &[Backend], hash: KeyHash) -> (Proc, S
             "nutcracker -t rejected the config:\n{yml}\n{}",
             String::from_utf8_lossy(&check.stderr)
         );
-        let log = dir.join(format!("nutcracker-{hash}-{attempt}.log"));
+        let log = dir.join(format!("nutcracker-{hash}-{distribution}-{attempt}.log"));
         let mut cmd = Command::new(&bin);
         cmd.arg("-c").arg(&conf).args(["-s", &stats.to_string(), "-a", "127.0.0.1", "-o"]).arg(&log);
         let mut p = Proc::spawn(&mut cmd, format!("nutcracker on {listen}"));
@@ -290,7 +327,7 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
         let mut c = Conn::open(b.addr);
         assert_eq!(c.command(b"flush_all\r\n"), b"OK", "flush_all {}", b.addr);
     }
-    let (_nutcracker, listen) = start_nutcracker(dir.path(), backends, hash);
+    let (_nutcracker, listen) = start_nutcracker(dir.path(), backends, Pool::ketama(hash));
     let keys = test_keys();
     Conn::open(listen).set_all(&keys);
 
@@ -309,6 +346,7 @@ fn check_against_twemproxy(backends: &[Backend], hash: KeyHash, what: &str) {
         sharded: false,
         distribution: Distribution::Ketama,
         hash,
+        hash_tag: None,
         replication: 1,
         read_from: ReadFrom::Primary,
         failover: false,
@@ -416,4 +454,127 @@ fn port_11211_servers_place_keys_like_twemproxy() {
     check_against_twemproxy(&backends, KeyHash::Md5, "3 servers on port 11211");
     check_against_twemproxy(&backends, KeyHash::Fnv1a64, "3 servers on port 11211");
     drop(procs);
+}
+
+/// A few hundred keys for every placement: some with a `{tag}` (several keys per tag), some with
+/// an empty tag `{}` or no closing brace (hashed whole), some with bytes >= 0x80.
+fn placement_keys() -> Vec<Vec<u8>> {
+    (0..300)
+        .map(|i| match i % 6 {
+            0 => format!("user:{{{}}}:field{i}", i % 40).into_bytes(),
+            1 => format!("{{{i}}}").into_bytes(),
+            2 => format!("empty:{{}}:{i}").into_bytes(),
+            3 => format!("open:{{{i}").into_bytes(),
+            4 => format!("key:{i}").into_bytes(),
+            _ => [b"\xe9t\xe9:{".as_slice(), (i % 25).to_string().as_bytes(), b"}\xff", i.to_string().as_bytes()]
+                .concat(),
+        })
+        .collect()
+}
+
+/// Stores `keys` through the proxy at `listen` on emptied `backends`, then asks every backend
+/// which it holds: the index of each key's server.
+fn owners(backends: &[Backend], listen: SocketAddr, keys: &[Vec<u8>], what: &str) -> Vec<usize> {
+    for b in backends {
+        assert_eq!(Conn::open(b.addr).command(b"flush_all\r\n"), b"OK", "flush_all {}", b.addr);
+    }
+    Conn::open(listen).set_all(keys);
+    let held: Vec<Vec<bool>> = backends.iter().map(|b| Conn::open(b.addr).held(keys)).collect();
+    (0..keys.len())
+        .map(|i| {
+            let on: Vec<usize> = (0..backends.len()).filter(|&s| held[s][i]).collect();
+            assert_eq!(on.len(), 1, "{what}: key {:?} is on servers {on:?}", String::from_utf8_lossy(&keys[i]));
+            on[0]
+        })
+        .collect()
+}
+
+/// Four servers of weights 1 to 4, two named (the ring hashes the name) and two not.
+fn weighted_backends(addrs: &[SocketAddr]) -> Vec<Backend> {
+    addrs
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| Backend { addr, weight: i as u32 + 1, name: (i % 2 == 0).then(|| format!("cache-{i}")) })
+        .collect()
+}
+
+/// Every hash × {ketama, modula} × {no hash tag, `{}`}: the same keys stored through nutcracker
+/// and through a memrelay with the same servers and options land on the same servers, found by
+/// asking each memcached.
+#[test]
+fn every_placement_stores_keys_where_twemproxy_does() {
+    let (_servers, addrs) = start_servers(4);
+    let backends = weighted_backends(&addrs);
+    let specs: Vec<String> = backends.iter().map(Backend::line).collect();
+    let keys = placement_keys();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut failures = Vec::new();
+    let started = Instant::now();
+    for hash in KeyHash::ALL {
+        for distribution in ["ketama", "modula"] {
+            for hash_tag in [None, Some("{}")] {
+                let pool = Pool { hash, distribution, hash_tag };
+                let what = format!("hash {hash}, {distribution}, hash_tag {hash_tag:?}");
+                let twemproxy = {
+                    let (_nutcracker, listen) = start_nutcracker(dir.path(), &backends, pool);
+                    owners(&backends, listen, &keys, &what)
+                };
+                let options = [pool.options(), vec!["--threads", "1"]].concat();
+                let memrelay = Memrelay::start_addrs("evented", &specs, &options);
+                let ours = owners(&backends, memrelay.addr().parse().unwrap(), &keys, &what);
+                let differ: Vec<usize> = (0..keys.len()).filter(|&i| twemproxy[i] != ours[i]).collect();
+                if let Some(&i) = differ.first() {
+                    failures.push(format!(
+                        "{what}: {} of {} keys elsewhere, e.g. {:?} on {} (twemproxy) and {} (memrelay)",
+                        differ.len(),
+                        keys.len(),
+                        String::from_utf8_lossy(&keys[i]),
+                        specs[twemproxy[i]],
+                        specs[ours[i]]
+                    ));
+                }
+                // With the tag, the keys of one tag are together. (Not every placement uses every
+                // server: crc32's hashes are below 32768, so on a ketama ring they fall on the few
+                // points there, as in nutcracker.)
+                if hash_tag.is_some() {
+                    let mut home = std::collections::HashMap::new();
+                    for i in (0..keys.len()).filter(|i| i % 6 == 0) {
+                        let first = *home.entry(i % 40).or_insert(twemproxy[i]);
+                        assert_eq!(twemproxy[i], first, "{what}: the keys of tag {{{}}} split", i % 40);
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("48 placements against nutcracker in {:?}", started.elapsed());
+    assert!(failures.is_empty(), "placed differently from nutcracker:\n{}", failures.join("\n"));
+}
+
+/// `random` cannot be compared key by key (each request draws a server): both spread keys over
+/// every server, and evenly, whatever the weights (nutcracker 0.5.0 gives each server one point
+/// of its random continuum).
+#[test]
+fn random_spreads_keys_evenly_whatever_the_weights_as_twemproxy_does() {
+    const N: usize = 800;
+    let (_servers, addrs) = start_servers(4);
+    let backends = weighted_backends(&addrs);
+    let specs: Vec<String> = backends.iter().map(Backend::line).collect();
+    let keys: Vec<Vec<u8>> = (0..N).map(|i| format!("key:{i}").into_bytes()).collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pool = Pool { hash: KeyHash::Md5, distribution: "random", hash_tag: None };
+    let twemproxy = {
+        let (_nutcracker, listen) = start_nutcracker(dir.path(), &backends, pool);
+        owners(&backends, listen, &keys, "nutcracker, random")
+    };
+    let memrelay = Memrelay::start_addrs("evented", &specs, &["--distribution", "random", "--threads", "1"]);
+    let ours = owners(&backends, memrelay.addr().parse().unwrap(), &keys, "memrelay, random");
+    for (who, owners) in [("nutcracker", twemproxy), ("memrelay", ours)] {
+        let mut count = [0usize; 4];
+        for s in owners {
+            count[s] += 1;
+        }
+        eprintln!("{who}, random, weights 1,2,3,4: keys per server {count:?}");
+        // 200 each expected (sd 12); by weight it would be 80, 160, 240, 320.
+        assert!(count.iter().all(|c| (140..=260).contains(c)), "{who}: {count:?} is not even");
+    }
 }

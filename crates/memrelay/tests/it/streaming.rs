@@ -128,8 +128,11 @@ fn max_reply_bytes_ends_a_streaming_reply_as_memcached_does(engine: &str) {
 
 fn a_client_reading_a_byte_at_a_time_keeps_memory_bounded(engine: &str) {
     let server = server_with_a_large_value();
-    // One worker or event loop, warmed up: nothing else of memrelay grows meanwhile.
-    let relay = start(engine, &server, &["--workers", "1", "--threads", "1"]);
+    // One worker or event loop, warmed up: nothing else of memrelay grows meanwhile. The pool's
+    // worker cuts off a client that takes nothing for the server timeout while it waits on it:
+    // 10 s, so that a test thread a busy machine leaves unscheduled for a second is not taken
+    // for a client that is gone (this test is about memory, not patience).
+    let relay = start(engine, &server, &["--workers", "1", "--threads", "1", "--server-timeout-ms", "10000"]);
     let mut client = relay.client();
     client.set_read_timeout(Duration::from_secs(30));
     let before = status_bytes(relay.pid(), "VmRSS");
