@@ -336,7 +336,7 @@ impl Args {
         let metrics_tls = self.metrics_tls()?;
         let server_tls = self.server_tls_settings()?;
         let mut taken = Vec::new();
-        let servers = server_list(&self.servers, server_tls.is_some(), &mut taken, "--server")?;
+        let servers = server_list(&self.servers, server_tls.as_ref(), &mut taken, "--server")?;
         let write_policy = match self.write_policy {
             WritePolicyArg::All => WritePolicy::All,
             WritePolicyArg::Majority => WritePolicy::Majority,
@@ -359,7 +359,7 @@ impl Args {
         let routing = options.resolve(servers.len(), "--")?;
         let mut pools: Vec<NamedPool> = Vec::with_capacity(self.pools.len());
         for text in &self.pools {
-            let pool = named_pool(text, server_tls.is_some(), &mut taken)?;
+            let pool = named_pool(text, server_tls.as_ref(), &mut taken)?;
             if pools.iter().any(|p| p.name == pool.name) {
                 return Err(format!("two pools are named `{}`", pool.name));
             }
@@ -615,17 +615,22 @@ impl RoutingOptions {
 
 /// Parses server specs (`--server`, a pool's `servers`), refusing an address or a name that
 /// `taken` (the servers of every pool so far) already holds; adds them to `taken`.
-fn server_list(specs: &[String], tls: bool, taken: &mut Vec<Endpoint>, what: &str) -> Result<Vec<Endpoint>, String> {
+fn server_list(
+    specs: &[String],
+    tls: Option<&memrelay::ServerTlsSettings>,
+    taken: &mut Vec<Endpoint>,
+    what: &str,
+) -> Result<Vec<Endpoint>, String> {
     if specs.len() > 1024 {
         return Err(format!("{what}: at most 1024 servers"));
     }
     let mut servers = Vec::with_capacity(specs.len());
     for spec in specs {
-        let server = Endpoint::server(spec).map_err(|e| format!("{what} {}: {e}", memrelay::shown(spec, 120)))?;
-        if tls {
-            memrelay::server_tls_name(&server.address)
-                .map_err(|e| format!("{what} {spec}: with --server-tls-ca, {e}"))?;
+        let mut server = Endpoint::server(spec).map_err(|e| format!("{what} {}: {e}", memrelay::shown(spec, 120)))?;
+        if tls.is_some() {
+            memrelay::server_tls_name(&server.address).map_err(|e| format!("{what} {spec}: with TLS, {e}"))?;
         }
+        server.tls = tls.cloned();
         if let Some(twin) = taken.iter().find(|s| s.addr == server.addr) {
             return Err(format!("{what} {spec}: {} is already a server ({})", server.addr, twin.address));
         }
@@ -641,7 +646,7 @@ fn server_list(specs: &[String], tls: bool, taken: &mut Vec<Endpoint>, what: &st
 }
 
 /// The keys a `[pools.NAME]` table (a `--pool` inline table) takes.
-const POOL_KEYS: [&str; 10] = [
+const POOL_KEYS: [&str; 15] = [
     "name",
     "servers",
     "sharded",
@@ -652,10 +657,21 @@ const POOL_KEYS: [&str; 10] = [
     "read_from",
     "failover",
     "write_policy",
+    "server_tls",
+    "server_tls_ca",
+    "server_tls_cert",
+    "server_tls_key",
+    "server_tls_min_version",
 ];
 
-/// A pool from its inline table (`--pool`); its servers are checked against `taken`.
-fn named_pool(text: &str, tls: bool, taken: &mut Vec<Endpoint>) -> Result<NamedPool, String> {
+/// A pool from its inline table (`--pool`); its servers are checked against `taken`. Its servers
+/// speak TLS with its own `server_tls_*` keys, else with `tls` (`--server-tls-*`), unless
+/// `server_tls = false`.
+fn named_pool(
+    text: &str,
+    tls: Option<&memrelay::ServerTlsSettings>,
+    taken: &mut Vec<Endpoint>,
+) -> Result<NamedPool, String> {
     let table = match format!("pool = {text}").parse::<toml::Table>().map(|mut t| t.remove("pool")) {
         Ok(Some(toml::Value::Table(table))) => table,
         _ => {
@@ -698,7 +714,35 @@ fn named_pool(text: &str, tls: bool, taken: &mut Vec<Endpoint>) -> Result<NamedP
             .collect::<Result<_, _>>()?,
         _ => return Err(bad("needs `servers`, a list of at least one \"HOST:PORT[:WEIGHT] [NAME]\"".into())),
     };
-    let servers = server_list(&specs, tls, taken, &format!("pool `{name}`: server"))?;
+    let path = |key: &str| text_of(key).map(|v| v.map(std::path::PathBuf::from));
+    let own_tls = match (table.get("server_tls"), path("server_tls_ca")?) {
+        (Some(toml::Value::Boolean(false)), None) => None,
+        (Some(toml::Value::Boolean(false)), Some(_)) => {
+            return Err(bad("`server_tls = false` and `server_tls_ca` contradict each other".into()))
+        }
+        (Some(toml::Value::Boolean(true)) | None, Some(ca)) => {
+            let settings = memrelay::ServerTlsSettings {
+                ca,
+                cert: path("server_tls_cert")?,
+                key: path("server_tls_key")?,
+                min_version: match text_of("server_tls_min_version")?.as_deref() {
+                    None | Some("12" | "1.2") => 12,
+                    Some("13" | "1.3") => 13,
+                    Some(other) => return Err(bad(format!("server_tls_min_version must be 12 or 13, not `{other}`"))),
+                },
+            };
+            memrelay::server_tls_config(&settings).map_err(|e| bad(e.replace("--server-tls-", "server_tls_")))?;
+            Some(settings)
+        }
+        (Some(toml::Value::Boolean(true)) | None, None) => {
+            if ["server_tls_cert", "server_tls_key", "server_tls_min_version"].iter().any(|k| table.contains_key(*k)) {
+                return Err(bad("the `server_tls_*` keys need `server_tls_ca`".into()));
+            }
+            tls.cloned()
+        }
+        (Some(_), _) => return Err(bad("`server_tls` must be true or false".into())),
+    };
+    let servers = server_list(&specs, own_tls.as_ref(), taken, &format!("pool `{name}`: server"))?;
     let parsed = |key: &str, default: &str| text_of(key).map(|v| v.unwrap_or_else(|| default.to_string()));
     let options = RoutingOptions {
         sharded: flag("sharded")?,

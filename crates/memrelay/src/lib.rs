@@ -71,9 +71,7 @@ pub fn validate(settings: &Settings) -> Result<(), Error> {
     let registry = upstream::registry::Registry::new(&[]);
     generation::Generation::build(settings, &registry, 1).map_err(Error::Routing)?;
     access::Policy::build(&settings.access, 1).map_err(Error::Access)?;
-    if let Some(tls) = &settings.server_tls {
-        upstream::tls::ServerTls::new(tls).map_err(Error::ServerTls)?;
-    }
+    upstream::tls::ServerTls::new(settings.server_tls_settings()).map_err(Error::ServerTls)?;
     if let Some(tls) = &settings.tls {
         client::tls::server_config(tls).map_err(Error::Access)?;
     }

@@ -68,6 +68,14 @@ pub(crate) fn apply(target: &Target, next: &Settings) -> Result<u64, String> {
     }
     let before = target.current.get();
     let number = before.number + 1;
+    // TLS to the servers is configured at start (its files read then): a server whose pool asks
+    // for TLS settings memrelay did not start with would be spoken to in plain text.
+    let started_tls = target.started.server_tls_settings();
+    if let Some(server) = next.all_servers().find(|s| s.tls.as_ref().is_some_and(|tls| !started_tls.contains(&tls))) {
+        let problem = format!("TLS to {} is configured otherwise than at start: that takes a restart", server.name);
+        refuse(target, &problem);
+        return Err(problem);
+    }
     // The auth file and rules first: a problem there refuses the reload before any server id
     // is handed out.
     let policy = match target.access.prepare(&next.access) {

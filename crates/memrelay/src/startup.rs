@@ -141,10 +141,7 @@ impl Runtime {
         let registry = Arc::new(Registry::new(&[]));
         let current = Arc::new(Current::new(Generation::build(&settings, &registry, 1).map_err(Error::Routing)?));
         let access = Arc::new(Access::new(&settings.access).map_err(Error::Access)?);
-        let server_tls = match &settings.server_tls {
-            Some(tls) => Some(Arc::new(ServerTls::new(tls).map_err(Error::ServerTls)?)),
-            None => None,
-        };
+        let server_tls = ServerTls::new(settings.server_tls_settings()).map_err(Error::ServerTls)?.map(Arc::new);
         if !access.get().is_open() {
             eprintln!("memrelay: access: {}", access.get().describe());
         }

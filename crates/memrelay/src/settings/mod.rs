@@ -37,6 +37,8 @@ pub struct Endpoint {
     pub label: Option<String>,
     /// Relative share of the keys on the ketama ring (1 unless given).
     pub weight: u32,
+    /// TLS to this server: its pool's `server_tls_*`, else `--server-tls-*`, else none.
+    pub tls: Option<ServerTlsSettings>,
 }
 
 /// The longest `--server` value taken (a name the ketama ring can hash is far shorter).
@@ -50,7 +52,14 @@ impl Endpoint {
             .map_err(|e| e.to_string())?
             .next()
             .ok_or_else(|| "resolves to no address".to_string())?;
-        Ok(Endpoint { addr, name: address.to_string(), address: address.to_string(), label: None, weight: 1 })
+        Ok(Endpoint {
+            addr,
+            name: address.to_string(),
+            address: address.to_string(),
+            label: None,
+            weight: 1,
+            tls: None,
+        })
     }
 
     /// A server as `--server` takes it, twemproxy's form with both parts optional:
@@ -98,7 +107,14 @@ impl Endpoint {
     /// Loopback `127.0.0.1:port`, weight 1 (tests).
     pub fn local(port: u16) -> Endpoint {
         let address = format!("127.0.0.1:{port}");
-        Endpoint { addr: ([127, 0, 0, 1], port).into(), name: address.clone(), address, label: None, weight: 1 }
+        Endpoint {
+            addr: ([127, 0, 0, 1], port).into(),
+            name: address.clone(),
+            address,
+            label: None,
+            weight: 1,
+            tls: None,
+        }
     }
 }
 
@@ -500,6 +516,17 @@ impl Replication {
 }
 
 impl Settings {
+    /// The distinct TLS settings of the servers (every pool's), in the order first met.
+    pub fn server_tls_settings(&self) -> Vec<&ServerTlsSettings> {
+        let mut distinct: Vec<&ServerTlsSettings> = Vec::new();
+        for tls in self.all_servers().filter_map(|s| s.tls.as_ref()) {
+            if !distinct.contains(&tls) {
+                distinct.push(tls);
+            }
+        }
+        distinct
+    }
+
     /// Every server of every pool: the default pool's first, then each named pool's in order.
     /// Server ids ([`crate::upstream::registry`]) are handed out in this order.
     pub fn all_servers(&self) -> impl Iterator<Item = &Endpoint> {

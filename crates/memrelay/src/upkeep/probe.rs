@@ -31,7 +31,7 @@ struct Dial {
 impl Dial {
     fn to(registry: &Registry, tls: Option<&ServerTls>, server: usize) -> Dial {
         let endpoint = registry.endpoint(server);
-        Dial { addr: endpoint.addr, tls: tls.map(|tls| tls.peer(&endpoint)) }
+        Dial { addr: endpoint.addr, tls: tls.and_then(|tls| tls.peer(&endpoint)) }
     }
 }
 

@@ -131,7 +131,7 @@ impl RepairThread {
         let (registry, tls, max_value_len) = (&self.registry, &self.tls, self.max_value_len);
         let conn = self.conns.entry(server).or_insert_with(|| {
             let endpoint = registry.endpoint(server);
-            let peer = tls.as_ref().map(|tls| tls.peer(&endpoint));
+            let peer = tls.as_ref().and_then(|tls| tls.peer(&endpoint));
             ServerConn::new(endpoint.addr, timeout, max_value_len, peer)
         });
         conn.set_timeout(timeout);
@@ -243,7 +243,7 @@ impl RepairThread {
         let mut replicas = Vec::new();
         for source in sources {
             let endpoint = self.registry.endpoint(source);
-            let peer = self.tls.as_ref().map(|tls| tls.peer(&endpoint));
+            let peer = self.tls.as_ref().and_then(|tls| tls.peer(&endpoint));
             // Each key is copied as the dump lists it: memory stays bounded whatever it lists.
             let mut on_key = |key: Vec<u8>| {
                 if self.shutdown.load(Ordering::Acquire) {

@@ -21,6 +21,7 @@ engine_matrix!(
     another_ca_another_name_or_no_tls_is_a_server_failure,
     a_server_that_requires_a_client_certificate,
     a_restarted_server_is_probed_and_repaired_over_tls,
+    a_pool_of_tls_servers_beside_a_plain_default_pool,
 );
 
 /// A CA, and a server certificate it signed for `localhost` and 127.0.0.1.
@@ -315,4 +316,48 @@ fn bad_options_are_refused_at_start() {
     let (status, stderr) = run_memrelay(&["--check-config", path(&file)]);
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--server-tls-ca") && stderr.contains(path(&missing)), "{stderr}");
+}
+
+/// Pools (issue 44): the default pool is one plain memcached, the `secure` pool one `memcached
+/// -Z` with its own `server_tls_ca`; keys routed to `secure` are stored over TLS (read back on the
+/// server over TLS), the others in plain text (read back directly), and a multi-get spans both.
+fn a_pool_of_tls_servers_beside_a_plain_default_pool(engine: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert) = certificates(dir.path());
+    let (plain, secure) = (Memcached::start(), tls_memcached(&cert, None));
+    let config = dir.path().join("memrelay.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "servers = [\"{}\"]\n[pools.secure]\nservers = [\"{}\"]\nserver_tls_ca = \"{}\"\n\n\
+             [[routes]]\nprefix = \"s:\"\npool = \"secure\"\n",
+            plain.addr(),
+            secure.addr(),
+            path(&ca.cert)
+        ),
+    )
+    .unwrap();
+    let relay = Memrelay::start_addrs(engine, &[], &["--config", path(&config)]);
+    let mut client = relay.client();
+    assert_eq!(client.set("s:1", b"tls"), "STORED\r\n", "{}", relay.stderr());
+    assert_eq!(client.set("p:1", b"plain"), "STORED\r\n", "{}", relay.stderr());
+    assert_eq!(direct_get(secure.port, &ca.cert, None, "s:1").as_deref(), Some(&b"tls"[..]));
+    assert_eq!(plain.get_raw("p:1").as_deref(), Some(&b"plain"[..]));
+    assert!(plain.get_raw("s:1").is_none());
+    let got = client.get("p:1 s:1");
+    assert_eq!(got, [("p:1".to_string(), b"plain".to_vec()), ("s:1".to_string(), b"tls".to_vec())]);
+}
+
+#[test]
+fn a_pools_tls_files_are_read_at_start_and_name_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("memrelay.toml");
+    std::fs::write(
+        &config,
+        "servers = [\"127.0.0.1:1\"]\n[pools.secure]\nservers = [\"127.0.0.1:2\"]\nserver_tls_ca = \"/nonexistent/ca.pem\"\n",
+    )
+    .unwrap();
+    let (status, stderr) = run_memrelay(&["--check-config", path(&config)]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pool `secure`") && stderr.contains("server_tls_ca"), "{stderr}");
 }

@@ -88,7 +88,7 @@ impl Connections {
     fn connect(&mut self, server: usize) -> usize {
         let id = self.conns.len();
         let addr = self.addrs[server];
-        let tls = self.server_tls.as_ref().map(|tls| Pump::new(tls.peer(&self.registry.endpoint(server))));
+        let tls = self.server_tls.as_ref().and_then(|tls| tls.peer(&self.registry.endpoint(server))).map(Pump::new);
         let mut conn = Upstream::new(server, addr, Token(UPSTREAM_BASE - id), self.max_value_len, tls);
         conn.set_timeout(self.timeout);
         self.conns.push(conn);

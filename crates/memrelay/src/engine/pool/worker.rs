@@ -106,7 +106,7 @@ impl Worker {
         let timeout = self.generation.server_timeout;
         for id in self.servers.len()..self.registry.len() {
             let endpoint = self.registry.endpoint(id);
-            let tls = self.server_tls.as_ref().map(|tls| tls.peer(&endpoint));
+            let tls = self.server_tls.as_ref().and_then(|tls| tls.peer(&endpoint));
             self.servers.push(ServerConn::new(endpoint.addr, timeout, self.max_value_len, tls));
         }
         for (id, conn) in self.servers.iter_mut().enumerate() {

@@ -3,10 +3,11 @@
 //! ([`pump`]) and the blocking ones of the pool's workers, the health probe and the repair
 //! thread ([`blocking`]).
 //!
-//! One rustls [`ClientConfig`] is built at start ([`ServerTls`]); each server gets a [`Peer`]:
-//! that configuration and the name the server's certificate must carry, the host part of its
-//! address as written (`localhost:11211` -> the DNS name `localhost`, `127.0.0.1:11211` -> the
-//! IP address 127.0.0.1).
+//! One rustls [`ClientConfig`] per distinct TLS setting (the top level's, each pool's own) is
+//! built at start ([`ServerTls`]); each server whose setting is TLS gets a [`Peer`]: its
+//! configuration and the name the server's certificate must carry, the host part of its address
+//! as written (`localhost:11211` -> the DNS name `localhost`, `127.0.0.1:11211` -> the IP
+//! address 127.0.0.1). A server of a pool without TLS gets none: plain text.
 //!
 //! A TLS failure (a certificate that does not verify, a server that does not speak TLS, a fatal
 //! alert) is a server failure like a refused connection: [`Failure::Tls`], counted and judged
@@ -62,20 +63,29 @@ pub fn server_name(address: &str) -> Result<ServerName<'static>, String> {
         .map_err(|_| format!("`{host}` is neither a DNS name nor an IP address a certificate can carry"))
 }
 
-/// TLS to the servers: the configuration every connection shares.
+/// TLS to the servers: one configuration per TLS setting, shared by every connection under it.
 #[derive(Debug)]
 pub(crate) struct ServerTls {
-    config: Arc<ClientConfig>,
+    configs: Vec<(ServerTlsSettings, Arc<ClientConfig>)>,
 }
 
 impl ServerTls {
-    pub fn new(settings: &ServerTlsSettings) -> Result<ServerTls, String> {
-        client_config(settings).map(|config| ServerTls { config })
+    /// The configurations of `settings` (the distinct settings of the servers); None when no
+    /// server speaks TLS. The error names the option, the file and the problem.
+    pub fn new<'a>(settings: impl IntoIterator<Item = &'a ServerTlsSettings>) -> Result<Option<ServerTls>, String> {
+        let mut configs = Vec::new();
+        for one in settings {
+            configs.push((one.clone(), client_config(one)?));
+        }
+        Ok((!configs.is_empty()).then_some(ServerTls { configs }))
     }
 
-    /// What connections to `server` need (its name was checked at start, with the options).
-    pub fn peer(&self, server: &Endpoint) -> Peer {
-        Peer { config: Arc::clone(&self.config), name: server_name(&server.address).ok(), label: server.name.clone() }
+    /// What connections to `server` need (its name was checked at start, with the options);
+    /// None for a server of a pool without TLS.
+    pub fn peer(&self, server: &Endpoint) -> Option<Peer> {
+        let wanted = server.tls.as_ref()?;
+        let (_, config) = self.configs.iter().find(|(known, _)| known == wanted)?;
+        Some(Peer { config: Arc::clone(config), name: server_name(&server.address).ok(), label: server.name.clone() })
     }
 }
 
