@@ -14,7 +14,7 @@ use crate::client::{Framing, Next};
 use crate::relay::exchange::{Exchange, Step};
 use crate::routing::{Plan, Router};
 use crate::settings::KeyHash;
-use crate::settings::{Distribution, Endpoint, ReadFrom, Routing, WritePolicy};
+use crate::settings::{Distribution, Endpoint, NamedPool, PrefixRoute, ReadFrom, Routing, WritePolicy};
 use crate::upstream::Servers;
 
 /// Most bytes one input may make memrelay look at (keeps a fuzz case fast).
@@ -138,7 +138,14 @@ fn run(data: &[u8], mut sent: impl FnMut(&[u8], &Request, &[u8])) {
             let input: Vec<u8> = buffer.drain(..request.consumed).collect();
             let now = std::time::Instant::now();
             let policy = (false, std::time::Duration::ZERO);
-            let Step::Send { from, .. } = exchange.start(&request, &input, 0, &router, policy, &AllUp, now) else {
+            let step = exchange.start(&request, &input, 0, &router, policy, &AllUp, now);
+            if step == Step::Local && request.command == Command::Get {
+                // `get __memrelay__.route(OP,KEY)`: whatever the key, an answer or a reason.
+                if let Some((op, key)) = crate::routing::explain::query(request.key(&input)) {
+                    let _ = crate::routing::explain::servers_for(&router, op, key, &|s| s == 0);
+                }
+            }
+            let Step::Send { from, .. } = step else {
                 continue;
             };
             let outgoing = exchange.outgoing(&request, &input);
@@ -186,7 +193,22 @@ fn router(mode: u8) -> Router {
         failover: false,
         write_policy: WritePolicy::All,
     };
-    Router::new(&routing, &servers).expect("a valid ring")
+    if mode / 48 % 2 == 0 {
+        return Router::new(&routing, &servers).expect("a valid ring");
+    }
+    // Pools and routes: keys starting with `a` or `k` in pools of their own (a replicated one and
+    // a single server), so that multi-gets span pools.
+    let pool = |name: &str, ports: std::ops::Range<u16>, replication| NamedPool {
+        name: name.into(),
+        servers: ports.map(Endpoint::local).collect(),
+        routing: Routing { distribution: Distribution::Ketama, replication, ..routing.clone() },
+    };
+    let pools = [pool("hot", 4..6, 2), pool("one", 6..7, 1)];
+    let routes: Vec<PrefixRoute> = [r#"{ prefix = "a", pool = "hot" }"#, r#"{ prefix = "k", pool = "one" }"#]
+        .iter()
+        .map(|r| r.parse().expect("a valid route"))
+        .collect();
+    Router::of_pools((&routing, &servers), &pools, (&routes, None), &(0..6).collect::<Vec<_>>()).expect("valid pools")
 }
 
 /// The auth file and access-rule parsers and the login reader over arbitrary bytes. `data` is
