@@ -48,7 +48,8 @@ pub fn expand(argv: Vec<OsString>) -> Result<Expanded, String> {
         }
     }
     let Some(file) = file else { return Ok(Expanded { argv: rest, check_only, file: None }) };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = memrelay::own_files::read_to_string(&file, memrelay::own_files::MAX_SETTINGS_FILE)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let servers_on_command_line = rest.iter().any(|a| {
         let a = a.to_string_lossy();
         a == "--server" || a.starts_with("--server=")

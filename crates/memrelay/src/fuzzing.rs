@@ -193,7 +193,7 @@ fn router(mode: u8) -> Router {
         failover: false,
         write_policy: WritePolicy::All,
     };
-    if mode / 48 % 2 == 0 {
+    if (mode / 48).is_multiple_of(2) {
         return Router::new(&routing, &servers).expect("a valid ring");
     }
     // Pools and routes: keys starting with `a` or `k` in pools of their own (a replicated one and

@@ -41,6 +41,7 @@ pub mod generation;
 mod log_limit;
 pub mod measure;
 pub mod memory;
+pub mod own_files;
 mod relay;
 pub mod reload;
 pub mod routing;

@@ -16,7 +16,8 @@ pub(crate) fn certified_key(
     key_option: &str,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
     let certs = certificates(cert, cert_option)?;
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{key_option} {}: {e}", key.display()))?;
+    let bytes = own_file(key, key_option)?;
+    let key = PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| format!("{key_option} {}: {e}", key.display()))?;
     Ok((certs, key))
 }
 
@@ -42,11 +43,18 @@ pub(crate) fn versions(min_version: u8) -> &'static [&'static SupportedProtocolV
 
 /// Every certificate of a PEM file; none is an error.
 fn certificates(path: &Path, option: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<_, _>>())
+    let bytes = own_file(path, option)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
         .map_err(|e| format!("{option} {}: {e}", path.display()))?;
     if certs.is_empty() {
         return Err(format!("{option} {}: no certificate in it", path.display()));
     }
     Ok(certs)
+}
+
+/// A PEM file's bytes: a regular file of at most [`crate::own_files::MAX_SETTINGS_FILE`].
+fn own_file(path: &Path, option: &str) -> Result<Vec<u8>, String> {
+    crate::own_files::read(path, crate::own_files::MAX_SETTINGS_FILE)
+        .map_err(|e| format!("{option} {}: {e}", path.display()))
 }

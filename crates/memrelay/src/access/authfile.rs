@@ -29,7 +29,8 @@ pub struct Users {
 impl Users {
     /// Reads the file at `path` (the error names it and the line).
     pub fn load(path: &Path) -> Result<Users, String> {
-        let text = std::fs::read(path).map_err(|e| format!("auth file {}: {e}", path.display()))?;
+        let text = crate::own_files::read(path, crate::own_files::MAX_SETTINGS_FILE)
+            .map_err(|e| format!("auth file {}: {e}", path.display()))?;
         Users::parse(&text).map_err(|e| format!("auth file {}: {e}", path.display()))
     }
 

@@ -53,7 +53,7 @@ impl IdentityFile {
     /// The identities by server name; none when there is no file, and none (with a log line)
     /// when it cannot be read: then no restart can be told, as without a spool.
     pub fn load(&self) -> HashMap<String, Identity> {
-        match fs::read_to_string(&self.path) {
+        match crate::own_files::read_to_string(&self.path, crate::own_files::MAX_SETTINGS_FILE) {
             Ok(text) => parse(&text).unwrap_or_else(|| {
                 eprintln!("memrelay: {} is not an identities file; left out", self.path.display());
                 HashMap::new()

@@ -6,7 +6,6 @@
 //! resync). The checksum makes a damaged line known as such, so that it never passes for another
 //! record nor hides the records after it. Version 1 files (no checksums) are still read.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -59,7 +58,7 @@ pub(crate) fn encode(record: &Record, out: &mut Vec<u8>) {
 
 /// Reads the spool file at `path` (an error only when it cannot be read at all).
 pub(crate) fn read(path: &Path) -> io::Result<Contents> {
-    Ok(parse(&fs::read(path)?))
+    Ok(parse(&crate::own_files::read(path, crate::own_files::MAX_SPOOL_FILE)?))
 }
 
 fn parse(bytes: &[u8]) -> Contents {

@@ -155,3 +155,60 @@ fn a_refused_reload_names_the_missing_servers() {
     assert_eq!(status.code(), Some(2), "{said}");
     assert!(said.contains("not provided: --server <HOST:PORT[:WEIGHT] [NAME]>") && said.lines().count() == 1, "{said}");
 }
+
+fn mkfifo(path: &std::path::Path) {
+    let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+}
+
+/// Issue 43, item 7: memrelay's own files are read only as regular files of a sensible size. A
+/// configuration file that is a FIFO, `/dev/zero` or 20 MB is refused at once with one line (a
+/// FIFO once hung the start, `/dev/zero` took 5.7 GB); a reload of a file replaced by a FIFO is
+/// refused and the next reload still works; a FIFO in the spool folder does not hang the start.
+#[test]
+fn own_files_that_are_not_regular_or_too_large_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    mkfifo(&fifo);
+    let large = dir.path().join("large.toml");
+    std::fs::write(&large, format!("servers = [\"127.0.0.1:1\"]\n# {}\n", "x".repeat(20 << 20))).unwrap();
+    for (file, says) in
+        [(fifo.as_path(), "a FIFO"), (std::path::Path::new("/dev/zero"), "a device"), (&large, "more than")]
+    {
+        let (status, stderr) = run_memrelay(&["--check-config", file.to_str().unwrap()]);
+        assert_eq!(status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says) && stderr.lines().count() == 1, "{stderr}");
+    }
+
+    let server = Memcached::start();
+    let path = dir.path().join("memrelay.toml");
+    let good = format!("servers = [\"{}\"]\n", server.addr());
+    std::fs::write(&path, &good).unwrap();
+    let spool = dir.path().join("spool");
+    std::fs::create_dir(&spool).unwrap();
+    mkfifo(&spool.join(format!("{}.spool", server.addr())));
+    let relay = Memrelay::start_addrs(
+        "evented",
+        &[],
+        &["--config", path.to_str().unwrap(), "--repair-spool-dir", spool.to_str().unwrap()],
+    );
+    let hang_up = || {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(relay.pid() as libc::pid_t, libc::SIGHUP) }, 0);
+    };
+    std::fs::remove_file(&path).unwrap();
+    mkfifo(&path);
+    hang_up();
+    assert!(
+        wait_for(std::time::Duration::from_secs(10), || relay.stderr().contains("reload refused")),
+        "{}",
+        relay.stderr()
+    );
+    assert!(relay.stderr().lines().any(|l| l.contains("reload refused") && l.contains("a FIFO")), "{}", relay.stderr());
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &good).unwrap();
+    hang_up();
+    let generation = || stat_of(&mut relay.client(), "config_generation");
+    assert!(wait_for(std::time::Duration::from_secs(10), || generation() == "2"), "{}", relay.stderr());
+}
