@@ -3,7 +3,8 @@
 //! device or a directory put in a file's place is refused at once (its open does not wait for a
 //! writer, `O_NONBLOCK`), and so is a file larger than it could sensibly be, with one line that
 //! names the file and why. So neither start-up nor a reload can hang on a FIFO or fill memory
-//! from `/dev/zero`, and a refused file on reload keeps the generation in force.
+//! from `/dev/zero`, and a refused file on reload keeps the generation in force. `/dev/null` is
+//! the one device read (as empty): `--check-config /dev/null` checks a command line alone.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -22,6 +23,10 @@ pub const MAX_SPOOL_FILE: u64 = 1 << 30;
 pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let metadata = file.metadata()?;
+    if is_dev_null(&metadata) {
+        // `--check-config /dev/null`: the usual way to say "no file", read as empty.
+        return Ok(Vec::new());
+    }
     if !metadata.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -43,6 +48,13 @@ pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 /// [`read`] as UTF-8 text.
 pub fn read_to_string(path: &Path, limit: u64) -> io::Result<String> {
     String::from_utf8(read(path, limit)?).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
+/// Whether `metadata` is the null device's (whatever path names it).
+fn is_dev_null(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    metadata.file_type().is_char_device()
+        && std::fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == metadata.rdev())
 }
 
 fn too_large(len: u64, limit: u64) -> io::Error {
@@ -80,6 +92,8 @@ mod tests {
         let error = read(&fifo, MAX_SETTINGS_FILE).unwrap_err();
         assert!(error.to_string().contains("a FIFO"), "{error}");
         assert!(read(Path::new("/dev/zero"), MAX_SETTINGS_FILE).unwrap_err().to_string().contains("a device"));
+        // The null device is "no file": empty.
+        assert!(read(Path::new("/dev/null"), MAX_SETTINGS_FILE).unwrap().is_empty());
         assert!(read(dir.path(), MAX_SETTINGS_FILE).unwrap_err().to_string().contains("a directory"));
         let large = dir.path().join("large");
         std::fs::write(&large, vec![b'x'; 2048]).unwrap();
