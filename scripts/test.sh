@@ -34,8 +34,9 @@ run_proxy() {
   scripts/build-memcached-proxy.sh ||
     echo "proxy: memcached's proxy not built; the lab's and the bench's tests try again and say why if they cannot"
 }
-run_rust() { "$CARGO" test --profile release-tests --workspace; }
-# The lab and the bench run side by side and pick ports themselves: each in its own range.
+# The Rust suites, the lab and the bench run side by side and pick ports themselves: each in its
+# own range (the Python and client suites take the kernel's, above 32767).
+run_rust() { MEMRELAY_PORTS=10000-19999 "$CARGO" test --profile release-tests --workspace; }
 run_lab() { MEMRELAY_PORTS=20000-26383 "$python" -m pytest lab/tests -q -rs --durations=12; }
 run_python() { "$python" -m pytest tests/python -q; }
 run_clients() { "$python" -m pytest tests/clients -q -rs --durations=5; }

@@ -17,10 +17,44 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many free ports to try before giving up on starting a process.
 pub const START_ATTEMPTS: usize = 10;
 
-/// A port nothing listens on right now (bound, then released).
+/// A port nothing listens on right now (bound, then released). With `MEMRELAY_PORTS=LOW-HIGH`
+/// (`make test` gives the Rust suites a range of their own, as it gives the lab and the bench
+/// theirs) the ports come from that range, each handed out once per process in turn: tests
+/// running side by side, and the other suites of `make test`, never pick the same port, which
+/// the kernel's port 0 can give twice to two tests starting at once on a busy machine.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().unwrap().port()
+    match port_range() {
+        Some((low, high)) => from_range(low, high),
+        None => {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+            listener.local_addr().unwrap().port()
+        }
+    }
+}
+
+/// `MEMRELAY_PORTS` as `(low, high)`, if set and well formed.
+fn port_range() -> Option<(u16, u16)> {
+    let text = std::env::var("MEMRELAY_PORTS").ok()?;
+    let (low, high) = text.split_once('-')?;
+    let (low, high) = (low.trim().parse::<u16>().ok()?, high.trim().parse::<u16>().ok()?);
+    (low >= 1024 && low < high).then_some((low, high))
+}
+
+/// The next port of `low..=high` nothing listens on, from where the last call left off (a
+/// process's first call starts at an offset of its pid, so two processes rarely start at the
+/// same place).
+fn from_range(low: u16, high: u16) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(high - low) + 1;
+    let _ = NEXT.compare_exchange(u32::MAX, std::process::id() % span, Ordering::AcqRel, Ordering::Acquire);
+    for _ in 0..span {
+        let port = low + (NEXT.fetch_add(1, Ordering::AcqRel) % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in MEMRELAY_PORTS={low}-{high}");
 }
 
 pub fn is_root() -> bool {
