@@ -56,6 +56,22 @@ pub struct RouteBuf {
     replicas: Vec<usize>,
 }
 
+impl RouteBuf {
+    /// Empties it for the next route (keeping its memory).
+    fn clear(&mut self) {
+        self.targets.clear();
+        self.key_owner.clear();
+        self.touches.clear();
+    }
+
+    /// Adds `server` to the targets unless it is one already.
+    fn add_target(&mut self, server: usize) {
+        if !self.targets.contains(&server) {
+            self.targets.push(server);
+        }
+    }
+}
+
 /// One pool's placement: its servers (by stable id), how keys are placed on them and how many
 /// copies each key has. [`Router`] picks the pool of a key and asks it.
 #[derive(Debug)]
@@ -134,9 +150,7 @@ impl ServerPool {
         out: &mut RouteBuf,
         repairing: &dyn Fn(usize) -> bool,
     ) -> Plan {
-        out.targets.clear();
-        out.key_owner.clear();
-        out.touches.clear();
+        out.clear();
         if local::is_local(request, buf) {
             return Plan::Local;
         }
@@ -202,10 +216,8 @@ impl ServerPool {
                 if let Plan::Forward(owner) = plan {
                     out.targets.push(owner);
                 }
-                for &(_, server) in &out.touches {
-                    if !out.targets.contains(&server) {
-                        out.targets.push(server);
-                    }
+                for i in 0..out.touches.len() {
+                    out.add_target(out.touches[i].1);
                 }
                 Plan::Split
             }
@@ -370,10 +382,8 @@ impl ServerPool {
         if out.key_owner.iter().all(|&s| s == first) {
             return Plan::Forward(first);
         }
-        for &owner in &out.key_owner {
-            if !out.targets.contains(&owner) {
-                out.targets.push(owner);
-            }
+        for i in 0..out.key_owner.len() {
+            out.add_target(out.key_owner[i]);
         }
         Plan::Split
     }

@@ -284,11 +284,11 @@ impl Router {
                 if changed {
                     out.touches.retain(|&(_, s)| !down(s));
                     out.targets.clear();
-                    let servers = out.key_owner.iter().chain(out.touches.iter().map(|(_, s)| s));
-                    for &server in servers {
-                        if !out.targets.contains(&server) {
-                            out.targets.push(server);
-                        }
+                    for i in 0..out.key_owner.len() {
+                        out.add_target(out.key_owner[i]);
+                    }
+                    for i in 0..out.touches.len() {
+                        out.add_target(out.touches[i].1);
                     }
                     let first = out.key_owner[0];
                     if out.touches.is_empty() && out.key_owner.iter().all(|&s| s == first) {
@@ -352,9 +352,7 @@ impl Router {
             _ if local::is_local(request, buf) => self.pools[0].route_avoiding(request, buf, rr, out, repairing),
             Command::Version | Command::Verbosity | Command::Quit | Command::MetaNoop => Plan::Local,
             Command::Stats | Command::FlushAll | Command::CacheMemlimit => {
-                out.targets.clear();
-                out.key_owner.clear();
-                out.touches.clear();
+                out.clear();
                 out.targets.extend(&self.all);
                 Plan::Replicate
             }
@@ -381,9 +379,7 @@ impl Router {
         out: &mut RouteBuf,
         repairing: &dyn Fn(usize) -> bool,
     ) -> Plan {
-        out.targets.clear();
-        out.key_owner.clear();
-        out.touches.clear();
+        out.clear();
         let touching = matches!(request.command, Command::Gat | Command::Gats);
         for (i, key) in request.keys(buf).enumerate() {
             let pool = self.pool(key);
@@ -397,15 +393,11 @@ impl Router {
                 out.touches.extend(out.replicas.iter().filter(|&&s| s != owner).map(|&s| (i, s)));
             }
         }
-        for &owner in &out.key_owner {
-            if !out.targets.contains(&owner) {
-                out.targets.push(owner);
-            }
+        for i in 0..out.key_owner.len() {
+            out.add_target(out.key_owner[i]);
         }
-        for &(_, server) in &out.touches {
-            if !out.targets.contains(&server) {
-                out.targets.push(server);
-            }
+        for i in 0..out.touches.len() {
+            out.add_target(out.touches[i].1);
         }
         Plan::Split
     }
